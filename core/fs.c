@@ -179,19 +179,38 @@ fa_status fa_link_owner_check(fa_ctx *ctx, const char *path, const char *verb)
                             "%s: is a symbolic link owned by uid %u, neither you nor root: refusing to %s it (remove it, "
                             "or name another file)",
                             path, (unsigned)lsb.st_uid, verb);
-    return FA_OK;
+    /* and every folder on the way as named: `shared/l/out` with `shared/l -> victim/` planted by
+     * another user wrote into the victim's folder (the seventh attack pass); the current folder's
+     * own ancestors are the user's choice, not the path's */
+    size_t n = strlen(path);
+    char *p = malloc(n + 1);
+    if (!p) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    memcpy(p, path, n + 1);
+    fa_status s = FA_OK;
+    for (size_t i = 1; i < n && !s; i++) {
+        if (p[i] != '/' || p[i - 1] == '/') continue;
+        p[i] = 0;
+        if (lstat(p, &lsb) == 0 && S_ISLNK(lsb.st_mode) && lsb.st_uid != geteuid() && lsb.st_uid != 0)
+            s = fa_ctx_error(ctx, FA_ERR_IO,
+                             "%s: its part %s is a symbolic link owned by uid %u, neither you nor root: refusing to %s "
+                             "through it (remove it, or name the path without it)",
+                             path, p, (unsigned)lsb.st_uid, verb);
+        p[i] = '/';
+    }
+    free(p);
+    return s;
 }
 
 fa_status fa_write_user_file(fa_ctx *ctx, const char *path, const void *data, size_t len)
 {
     struct stat lsb, sb;
+    fa_status ls = fa_link_owner_check(ctx, path, "write through");
+    if (ls) return ls;
     if (lstat(path, &lsb) != 0) {
         if (errno != ENOENT) return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
         return fa_write_file_atomic(ctx, path, data, len);
     }
     if (S_ISREG(lsb.st_mode)) return fa_write_file_atomic(ctx, path, data, len);
-    fa_status ls = fa_link_owner_check(ctx, path, "write through");
-    if (ls) return ls;
     sb = lsb;
     if (S_ISLNK(lsb.st_mode) && stat(path, &sb) != 0)
         return fa_ctx_error(ctx, FA_ERR_IO, "%s: a symbolic link whose target does not exist: not replaced", path);
@@ -423,24 +442,29 @@ const char *fa_sanitize_file_name(const char *in, char *out, size_t cap)
 
 /* ---- removing a tree ---- */
 
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)ftw;
-    if (flag == FTW_DP) rmdir(p);
-    else unlink(p);
-    return 0;
-}
+static void rm_at(int parent, const char *name, int depth);
 
+/* Relative to the folder it is in, held open, never through a link (rm_at): a tree walked by
+ * full paths (nftw) could be redirected while it was removed — a planted stale staging folder
+ * whose subfolder was swapped for a link to another user's folder mid-walk had 1,939 of that
+ * folder's 2,000 files deleted (the seventh attack pass). */
 void fa_rm_tree(const char *path)
 {
-    struct stat sb;
-    if (!path || lstat(path, &sb) != 0) return;
-    if (!S_ISDIR(sb.st_mode)) {
-        unlink(path);
-        return;
+    if (!path || !*path) return;
+    char *d = strdup(path), *b = strdup(path);
+    if (d && b) {
+        size_t n = strlen(b);
+        while (n > 1 && b[n - 1] == '/') b[--n] = 0; /* the entry itself, not what a slash follows */
+        strcpy(d, b);
+        const char *base = basename(b), *dir = dirname(d);
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd >= 0) {
+            if (strcmp(base, ".") && strcmp(base, "..") && strcmp(base, "/")) rm_at(fd, base, 0);
+            close(fd);
+        }
     }
-    nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    free(d);
+    free(b);
 }
 
 /* Remove NAME (a file, or a folder tree) in dirfd without following links; errors ignored. */
@@ -713,7 +737,7 @@ static void sweep_stale(const char *parent, const char *base)
         /* only a staging or displaced folder of ours (it carries the marker): a user's folder that
          * happens to have such a name is not swept */
         struct stat lb;
-        if (lstat(p, &lb) != 0 || !S_ISDIR(lb.st_mode) || !marker_is_ours(p)) continue;
+        if (lstat(p, &lb) != 0 || !S_ISDIR(lb.st_mode) || lb.st_uid != geteuid() || !marker_is_ours(p)) continue;
         fa_rm_tree(p);
     }
     closedir(d);

@@ -849,6 +849,29 @@ static void test_output_folder_changed_during_the_run_or_planted_link_refused(vo
     snprintf(slash, sizeof slash, "%s/", link_out);
     const char *run2[] = {"run", "zoo:mlp-tiny", "--iters", "1", "--db", tmp("planted-out.db"), "--out", slash, NULL};
     expect_cli_refusal(run2, link_out, "owned by uid 65534");
+    /* a planted link in the middle of a path: `shared/l/out` with `shared/l -> victim/` (the seventh
+     * pass replaced the victim's output folder, overwrote its file and wrote into its database) */
+    char mid[4300], victim[4300], vfile[4400], p1[4400], p2[4400], p3[4400];
+    snprintf(victim, sizeof victim, "%s", tmp("victim-dir"));
+    assert_int_equal(mkdir(victim, 0755), 0);
+    snprintf(vfile, sizeof vfile, "%s/notes.txt", victim);
+    put(vfile, "mine\n");
+    snprintf(mid, sizeof mid, "%s", tmp("shared-l"));
+    assert_int_equal(symlink(victim, mid), 0);
+    assert_int_equal(lchown(mid, 65534, 65534), 0);
+    snprintf(p1, sizeof p1, "%s/notes.txt", mid);
+    snprintf(p2, sizeof p2, "%s/runs.db", mid);
+    snprintf(p3, sizeof p3, "%s/out", mid);
+    const char *zoo[] = {"zoo", "mlp-tiny", "-o", p1, NULL};
+    expect_cli_refusal(zoo, mid, "owned by uid 65534");
+    const char *db[] = {"runs", "--db", p2, NULL};
+    expect_cli_refusal(db, mid, "owned by uid 65534");
+    const char *runmid[] = {"run", "zoo:mlp-tiny", "--iters", "1", "--db", tmp("planted-mid.db"), "--out", p3, NULL};
+    expect_cli_refusal(runmid, mid, "owned by uid 65534");
+    struct stat sb;
+    assert_int_equal(stat(vfile, &sb), 0);
+    assert_int_equal(sb.st_size, 5);
+    assert_true(stat(p2, &sb) != 0 && stat(p3, &sb) != 0);
 }
 
 /* A run database reached through a link another user planted in a folder they can write (the

@@ -294,6 +294,27 @@ static void test_marker_and_stale_sweep_never_lose_a_users_files(void **state)
     assert_true(hu_exists(f));
     unlink(f); /* the user's, kept: tidied here for the later tests' check that no staging folder is left */
     rmdir(d3);
+    /* 4. a marked one another user planted there (owned by them: theirs, not a stale one of ours;
+     * the seventh pass swapped its subfolder for a link mid-sweep and had another folder emptied) */
+    if (geteuid() == 0) {
+        assert_int_equal(mkdir(d3, 0755), 0);
+        char m[4400];
+        snprintf(m, sizeof m, "%s/.fuse-advise-out", d3);
+        put(m, "written by fuse-advise\n");
+        snprintf(f, sizeof f, "%s/theirs.txt", d3);
+        put(f, "theirs");
+        assert_int_equal(lchown(d3, 65534, 65534), 0);
+        err = NULL;
+        rc = hu_cli_env(argv2, NULL, NULL, NULL, &err);
+        if (rc != 0) fail_msg("run beside another user's marked staging folder: exit %d: %s", rc, err);
+        free(err);
+        assert_true(hu_exists(f));
+        unlink(f);
+        unlink(m);
+        rmdir(d3);
+    } else {
+        print_message("not root: another user's planted staging folder is not tried\n");
+    }
 }
 
 static void test_out_naming_a_file_or_foreign_folder_refused_before_the_baseline(void **state)
