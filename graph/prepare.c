@@ -62,8 +62,8 @@ fa_status fa_shape_binding_parse(fa_ctx *ctx, const char *text, fa_shape_binding
 
 /* The node that writes tensor tid, or NULL (a graph input, a constant, unknown). */
 
-/* Constant folding's budget for one load (fa_graph_prepare): the floor of the folded bytes
- * together (else twice the model's constants), the FLOPs one fold may do (fa_node_cost: 2^32, a
+/* Constant folding's budget for one load (fa_graph_prepare): the floor of the bytes folds read
+ * and write together (else four times the model's constants), the FLOPs one fold may do (fa_node_cost: 2^32, a
  * 1600^3 MatMul, about a second on one core) and all folds together. */
 #define FA_FOLD_BYTES_FLOOR ((uint64_t)256 << 20)
 #define FA_FOLD_FLOPS_MAX ((uint64_t)1 << 32)
@@ -434,17 +434,17 @@ fa_status fa_graph_prepare(fa_ctx *ctx, fa_graph *g, const fa_load_options *opt)
         if ((st = fa_tensor_check_size(ctx, t, what))) return st;
     }
     uint64_t max_bytes = opt->max_const_bytes ? opt->max_const_bytes : ((uint64_t)1 << 30);
-    /* The whole load's folding budget: the bytes of every folded output together at most twice
-     * the model's own constants (a real model folds casts, transposes and shapes of its weights:
-     * about once their size), or FA_FOLD_BYTES_FLOOR; and FA_FOLD_FLOPS_MAX of work for one fold,
-     * FA_FOLD_FLOPS_TOTAL for all. A 337-byte model whose ConstantOfShape fed 8 Negs of 1 GiB each
+    /* The whole load's folding budget: the bytes every fold reads and writes together at most four
+     * times the model's own constants (a real model folds casts, transposes and shapes of its
+     * weights: each touches about twice their size), or FA_FOLD_BYTES_FLOOR; and FA_FOLD_FLOPS_MAX
+     * of work for one fold, FA_FOLD_FLOPS_TOTAL for all (a shape value included). A 337-byte model whose ConstantOfShape fed 8 Negs of 1 GiB each
      * held 10.5 GB at load, a 156-byte one whose MatMul multiplied two 4096 x 4096 constants took
      * 16 s (the third attack pass). A node past the budget is not folded: it runs with the model,
      * under the executor's memory limit (--max-memory). */
     uint64_t const_bytes = 0, folded_bytes = 0, folded_flops = 0;
     for (int i = 0; i < g->n_tensors; i++)
         if ((g->tensors[i]->flags & FA_TENSOR_CONST) && g->tensors[i]->data) const_bytes += fa_tensor_bytes(g->tensors[i]);
-    uint64_t fold_budget = 2 * const_bytes > FA_FOLD_BYTES_FLOOR ? 2 * const_bytes : FA_FOLD_BYTES_FLOOR;
+    uint64_t fold_budget = 4 * const_bytes > FA_FOLD_BYTES_FLOOR ? 4 * const_bytes : FA_FOLD_BYTES_FLOOR;
     for (int k = 0; k < g->n_topo; k++) {
         fa_node *n = g->nodes[g->topo[k]];
         if (opt->keep_unsupported && make_opaque(ctx, g, n, &st)) {
@@ -476,17 +476,24 @@ fa_status fa_graph_prepare(fa_ctx *ctx, fa_graph *g, const fa_load_options *opt)
          * shape, ConstantOfShape's, Slice's starts ...) is folded all the same: every real export
          * computes some shapes from constants, and none loaded with the option */
         if (can_fold(g, n, max_bytes) && (!opt->no_fold || feeds_a_shape(g, n))) {
-            uint64_t ob = 0;
+            /* bytes a fold touches (its inputs read and outputs written: what a sort or a gather
+             * over a large constant costs beyond its FLOPs formula) and its FLOPs */
+            uint64_t ob = 0, ib = 0;
             for (int o = 0; o < n->n_outputs; o++)
                 if (fa_graph_out(g, n, o)) ob += fa_tensor_bytes(fa_graph_out(g, n, o));
+            for (int i = 0; i < n->n_inputs; i++)
+                if (fa_graph_in(g, n, i)) ib += fa_tensor_bytes(fa_graph_in(g, n, i));
             fa_op_cost c = {0};
             fa_node_cost(g, n, &c);
-            bool within = folded_bytes + ob <= fold_budget && c.flops <= FA_FOLD_FLOPS_MAX &&
-                          folded_flops + c.flops <= FA_FOLD_FLOPS_TOTAL;
-            if (within || (feeds_a_shape(g, n) && ob <= ((uint64_t)1 << 20))) { /* a shape value: always */
+            bool work_ok = c.flops <= FA_FOLD_FLOPS_MAX && folded_flops + c.flops <= FA_FOLD_FLOPS_TOTAL;
+            /* a small shape value is folded past the byte budget (every export computes shapes from
+             * constants), never past the work one: a MatMul of 2^34 FLOPs feeding a Reshape's shape
+             * took 12 s a copy at load (the seventh attack pass) */
+            bool bytes_ok = folded_bytes + ob + ib <= fold_budget || (feeds_a_shape(g, n) && ob <= ((uint64_t)1 << 20));
+            if (work_ok && bytes_ok) {
                 st = fold_node(ctx, g, n);
                 if (st) return st;
-                folded_bytes += ob;
+                folded_bytes += ob + ib;
                 folded_flops += c.flops;
             }
         }

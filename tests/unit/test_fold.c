@@ -284,6 +284,24 @@ static void test_fold_budget_bounds_the_whole_load(void **s)
     assert_true(T(&m, "a")->flags & FA_TENSOR_CONST);   /* 16 MiB: folded */
     assert_false(T(&m, "p")->flags & FA_TENSOR_CONST);  /* 2^34 FLOPs: a node */
     f_free(&m);
+
+    /* the same product feeding a Reshape's shape: a small shape value is folded past the byte
+     * budget, never past the work one (12 s a copy at load before); the load is refused instead */
+    F r = f_new(13, 2, xd);
+    f_i64(&r, "sa", 2, (int64_t[]){256, 65536}); /* 64 MiB each; the product 256 KiB, 2^33 FLOPs */
+    f_i64(&r, "sb", 2, (int64_t[]){65536, 256});
+    f_node(&r, "ConstantOfShape", 1, (const char *[]){"sa"}, "a");
+    f_node(&r, "ConstantOfShape", 1, (const char *[]){"sb"}, "b");
+    f_node(&r, "MatMul", 2, (const char *[]){"a", "b"}, "p");
+    f_node(&r, "ReduceSum", 1, (const char *[]){"p"}, "s");
+    fa_node *cast = f_node(&r, "Cast", 1, (const char *[]){"s"}, "si");
+    fa_node_add_attr_int(r.g, cast, "to", FA_DTYPE_INT64);
+    f_node(&r, "Reshape", 2, (const char *[]){"x", "si"}, "y");
+    f_output(&r, "y");
+    fa_load_options o = {0};
+    assert_int_not_equal(fa_graph_prepare(r.ctx, r.g, &o), FA_OK);
+    assert_false(T(&r, "p")->flags & FA_TENSOR_CONST);
+    f_free(&r);
 }
 
 /* --no-fold keeps constant subgraphs as nodes, except the values a shape rule reads: Shape ->
