@@ -109,6 +109,22 @@ static const col_domain domains[] = {
     {"tensors", "dtype", FA_DOM_DTYPE},
     {"tensors", "rank", FA_DOM_RANK},
     {"consumers", "input_index", FA_DOM_QUANTITY},
+    {"nodes", "pattern", FA_DOM_PATTERN},
+    {"nodes", "folded", FA_DOM_FLAG},
+    {"tensors", "is_const", FA_DOM_FLAG},
+    {"tensors", "is_initializer", FA_DOM_FLAG},
+    {"tensors", "is_graph_input", FA_DOM_FLAG},
+    {"tensors", "is_graph_output", FA_DOM_FLAG},
+    {"analysis_edges", "is_graph_output", FA_DOM_FLAG},
+    {"plans", "gate", FA_DOM_FLAG},
+    {"plans", "layout_verdict", FA_DOM_SIGN},
+    {"plans", "plan_id", FA_DOM_ID32},
+    {"clusters", "plan_id", FA_DOM_ID32},
+    {"clusters", "cluster_id", FA_DOM_ID32},
+    {"why_not", "plan_id", FA_DOM_ID32},
+    {"fused_kernels", "plan_id", FA_DOM_ID32},
+    {"cluster_post_ops", "plan_id", FA_DOM_ID32},
+    {"benchmarks", "plan_id", FA_DOM_ID32},
     {"fused_kernels", "registers", FA_DOM_QUANTITY},
     {"fused_kernels", "spill_bytes", FA_DOM_QUANTITY},
     {"fused_kernels", "static_smem", FA_DOM_QUANTITY},
@@ -137,6 +153,9 @@ static const char *domain_words(char dom)
     case FA_DOM_RANK: return "a rank (0 to 8)";
     case FA_DOM_ACT_KIND: return "a record kind this build knows (collector/collector.h fa_activity_kind)";
     case FA_DOM_DTYPE: return "an ONNX element type this build knows (graph/graph.h fa_dtype)";
+    case FA_DOM_PATTERN: return "a pattern class this build knows (graph/graph.h fa_pattern)";
+    case FA_DOM_SIGN: return "a verdict (-1, 0 or 1)";
+    case FA_DOM_ID32: return "an id (0 to 2^31 - 1)";
     default: return "?";
     }
 }
@@ -155,6 +174,9 @@ const char *fa_store_domain_fault(char dom, bool is_int, int64_t i, double d, ch
         case FA_DOM_RANK: ok = i >= 0 && i <= FA_MAX_RANK; break;
         case FA_DOM_ACT_KIND: ok = i >= 0 && i < FA_ACT_KIND_COUNT; break;
         case FA_DOM_DTYPE: ok = i >= 0 && i < FA_DTYPE_COUNT; break;
+        case FA_DOM_PATTERN: ok = i >= 0 && i < FA_PATTERN_COUNT; break;
+        case FA_DOM_SIGN: ok = i >= -1 && i <= 1; break;
+        case FA_DOM_ID32: ok = i >= 0 && i <= INT32_MAX; break;
         default: break;
         }
         if (ok) return NULL;
@@ -168,7 +190,8 @@ const char *fa_store_domain_fault(char dom, bool is_int, int64_t i, double d, ch
     case FA_DOM_OCCUPANCY: ok = isfinite(d) && d <= 1; break;
     case FA_DOM_FRACTION: ok = isfinite(d) && d >= 0 && d <= 1; break;
     case FA_DOM_FLAG: ok = d == 0 || d == 1; break;
-    case FA_DOM_AXIS: case FA_DOM_RANK: case FA_DOM_ACT_KIND: case FA_DOM_DTYPE: ok = false; break; /* integers */
+    case FA_DOM_AXIS: case FA_DOM_RANK: case FA_DOM_ACT_KIND: case FA_DOM_DTYPE: case FA_DOM_PATTERN: case FA_DOM_SIGN:
+    case FA_DOM_ID32: ok = false; break; /* integers */
     default: break;
     }
     if (ok) return NULL;

@@ -43,6 +43,9 @@ fa_status fa_store_check_kernel_times(fa_ctx *ctx, fa_store *st, int64_t run_id)
 #define FA_DOM_RANK 'n'       /* a rank: 0 .. FA_MAX_RANK */
 #define FA_DOM_ACT_KIND 'k'   /* fa_activity_kind: 0 .. FA_ACT_KIND_COUNT - 1 */
 #define FA_DOM_DTYPE 'd'      /* fa_dtype: 0 .. FA_DTYPE_COUNT - 1 */
+#define FA_DOM_PATTERN 'p'    /* fa_pattern: 0 .. FA_PATTERN_COUNT - 1 */
+#define FA_DOM_SIGN 's'       /* a verdict: -1, 0 or 1 */
+#define FA_DOM_ID32 'I'       /* an id the readers keep in an int: 0 .. 2^31 - 1 */
 /* Largest integer quantity a row may hold: 2^53, the largest a double carries exactly (readers sum
  * and divide them as doubles); a legitimate byte, FLOP or ns count is far below it. */
 #define FA_STORE_QUANTITY_MAX (1LL << 53)

@@ -506,6 +506,8 @@ static void test_db_values_outside_their_columns_domain_refused(void **state)
          1 | 8},
         {"UPDATE clusters SET reduce_axis = 99;", "table 'clusters', row (", "column 'reduce_axis': 99 where", 1 | 8},
         {"UPDATE tensors SET dtype = 9999 WHERE tensor_id = 1;", "table 'tensors', row (", "column 'dtype': 9999 where", 8},
+        {"UPDATE nodes SET pattern = 99 WHERE node_id = 1;", "table 'nodes', row (", "column 'pattern': 99 where", 1 | 8},
+        {"UPDATE plans SET layout_verdict = 7;", "table 'plans', row (", "column 'layout_verdict': 7 where", 1 | 8},
         /* a cluster's ids that name nothing of the run's graph or plan (gate said "fusion lost") */
         {"UPDATE clusters SET members_json = '[16777216]';", "table clusters, cluster ",
          "members_json: node id 16777216 is not one of the run's", 1 | 4},
