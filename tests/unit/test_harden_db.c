@@ -576,6 +576,32 @@ static void test_db_graph_ids_outside_the_runs_graph_refused(void **state)
     expect_doctored_refused(base, "gid", cases, sizeof cases / sizeof cases[0]);
 }
 
+/* A doctored runs.model_path had `apply RUN` read and hash whatever file it named before the hash
+ * comparison refused it (/etc/shadow: an oracle for its hash). The file is loaded as a model
+ * first and hashed only once it is one: a file that is no model is refused as such, and nothing
+ * is said of its hash. */
+static void test_db_model_path_to_a_file_that_is_no_model_not_hashed(void **state)
+{
+    (void)state;
+    const char *base = make_run_db("mp-base.db");
+    const char *db = tmp_path("mp.db");
+    copy_file(base, db);
+    const char *secret = tmp_path("secret.txt");
+    FILE *f = fopen(secret, "w");
+    assert_non_null(f);
+    fputs("root:$6$salt$hash:19000:0:99999:7:::\n", f);
+    fclose(f);
+    char sql[4500];
+    snprintf(sql, sizeof sql, "UPDATE runs SET model_path = '%s', model_sha256 = '%064d' WHERE id = 1;", secret, 0);
+    raw_sql(db, sql);
+    const char *argv[] = {"apply", "1", "--db", db, NULL};
+    char *err = NULL;
+    int rc = cli_within(argv, 60, NULL, &err);
+    if (rc != 1 || !strstr(err, "cannot load its model again") || strstr(err, "SHA-256"))
+        fail_msg("apply with model_path naming a text file: exit %d: %s", rc, err);
+    free(err);
+}
+
 /* Figures of a run that size what a verb runs again on its terms: a thread count of 5,000 made
  * `analyze` start 5,000 OpenMP threads for its ceilings and spin for minutes, and an int64 beyond
  * int's range wrapped to a small count. Each is refused naming the table, column and value, by
@@ -941,6 +967,7 @@ int main(void)
         cmocka_unit_test(test_db_values_outside_their_columns_domain_refused),
         cmocka_unit_test(test_db_hard_linked_companion_refused_and_untouched),
         cmocka_unit_test(test_db_graph_ids_outside_the_runs_graph_refused),
+        cmocka_unit_test(test_db_model_path_to_a_file_that_is_no_model_not_hashed),
         cmocka_unit_test(test_db_empty_file_is_not_a_database_to_a_reading_verb),
         cmocka_unit_test(test_db_refused_file_gains_no_wal_or_shm),
         cmocka_unit_test(test_db_run_sizes_beyond_the_options_ranges_refused),
