@@ -556,7 +556,7 @@ static void test_db_graph_ids_outside_the_runs_graph_refused(void **state)
 {
     (void)state;
     const char *base = make_run_db("gid-base.db");
-    enum { GRAPH = V_ANALYZE | V_ADVISE | V_REPORT };
+    enum { GRAPH = V_ANALYZE | V_ADVISE | V_REPORT | V_EXPORT }; /* export-runs: not spread into another store */
     static const doctored_case cases[] = {
         {"UPDATE nodes SET node_id = -5 WHERE run_id = 1 AND node_id = 2;", "table nodes, run 1, column node_id: -5 is not",
          NULL, GRAPH},
