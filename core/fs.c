@@ -10,7 +10,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
@@ -296,7 +295,7 @@ static fa_status companions_of(fa_ctx *ctx, const char *db_path)
         snprintf(p, n, "%s%s", db_path, suffix[i]);
         s = fa_input_regular_or_absent(ctx, p);
         /* a companion hard-linked to another name is that file: SQLite rewrites a -shm and a -wal
-         * in place (a `victim` linked as DB-shm became 32 KiB of shm index on `runs`; the third
+         * in place (a `victim` linked as DB-shm became 32 KiB of shm index on `runs`; the sixth
          * attack pass), so one with more than one link is refused */
         struct stat sb;
         if (!s && lstat(p, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_nlink > 1)
@@ -949,7 +948,7 @@ fa_status fa_outdir_commit(fa_ctx *ctx, fa_outdir *o)
     fa_status s = FA_OK;
     struct stat sb;
     /* the folder again, as at the start: a file someone put there while the run worked (a note, a
-     * kernel) went with the old folder at the swap (the third attack pass). Refused, with the new
+     * kernel) went with the old folder at the swap (the sixth attack pass). Refused, with the new
      * outputs left in the staging folder, named. */
     if (lstat(o->final, &sb) == 0 && fa_outdir_check(ctx, o->final, o->own_names)) {
         s = fa_ctx_wrap(ctx, FA_ERR_INPUT, "while the run worked, the output folder changed (the new outputs are in %s, "

@@ -439,7 +439,7 @@ fa_status fa_graph_prepare(fa_ctx *ctx, fa_graph *g, const fa_load_options *opt)
      * weights: each touches about twice their size), or FA_FOLD_BYTES_FLOOR; and FA_FOLD_FLOPS_MAX
      * of work for one fold, FA_FOLD_FLOPS_TOTAL for all (a shape value included). A 337-byte model whose ConstantOfShape fed 8 Negs of 1 GiB each
      * held 10.5 GB at load, a 156-byte one whose MatMul multiplied two 4096 x 4096 constants took
-     * 16 s (the third attack pass). A node past the budget is not folded: it runs with the model,
+     * 16 s (the sixth attack pass). A node past the budget is not folded: it runs with the model,
      * under the executor's memory limit (--max-memory). */
     uint64_t const_bytes = 0, folded_bytes = 0, folded_flops = 0;
     for (int i = 0; i < g->n_tensors; i++)
@@ -489,7 +489,7 @@ fa_status fa_graph_prepare(fa_ctx *ctx, fa_graph *g, const fa_load_options *opt)
             /* a small shape value is folded past the byte budget (every export computes shapes from
              * constants), never past the work one: a MatMul of 2^34 FLOPs feeding a Reshape's shape
              * took 12 s a copy at load (the seventh attack pass) */
-            bool bytes_ok = folded_bytes + ob + ib <= fold_budget || (feeds_a_shape(g, n) && ob <= ((uint64_t)1 << 20));
+            bool bytes_ok = folded_bytes + ob + ib <= fold_budget || (ob <= ((uint64_t)1 << 20) && feeds_a_shape(g, n));
             if (work_ok && bytes_ok) {
                 st = fold_node(ctx, g, n);
                 if (st) return st;

@@ -1318,7 +1318,7 @@ static char *pg_step_sql(int64_t v, bool *bad)
 /* Code others can put in our namespace runs on our statements with the client's role: a function,
  * aggregate or operator there that matches an argument's type better than pg_catalog's (an
  * aggregate max() over a domain given to schema_version.version ran `COPY ... TO PROGRAM` on the
- * version read of a read-only verb, the third attack pass), or a changed body of one of ours.
+ * version read of a read-only verb, the sixth attack pass), or a changed body of one of ours.
  * Before anything reads a table: in fuse_advise only our two plpgsql functions with our bodies
  * (no SECURITY DEFINER, no SET), no operator, and no type but the tables' own row types and their
  * arrays (a domain, enum, range or base type is refused); schema_version's one column a bigint.

@@ -524,7 +524,7 @@ typedef struct cluster_rows {
     size_t n, cap;
     fa_arena *ar;
     int64_t run_id;            /* for a bad row's message */
-    int64_t n_nodes, n_tensors; /* the run's graph: what member, anchor and tensor ids may name */
+    fa_graph_counts g;         /* the run's graph: what member, anchor and tensor ids may name */
 } cluster_rows;
 
 static int cmp_int(const void *a, const void *b)
@@ -536,17 +536,17 @@ static int cmp_int(const void *a, const void *b)
 /* A stored cluster's ids against the run's graph (when the run has one): at least one member,
  * each a distinct node of the run; the anchor -1 or one of the members; inputs and outputs -1 or
  * tensors of the run. A doctored list ([16777216], [], [0,0,0], an anchor of 99999) made `gate`
- * report "fusion lost" on a baseline and `report` show a cluster of nothing (the third attack
+ * report "fusion lost" on a baseline and `report` show a cluster of nothing (the sixth attack
  * pass). NULL, or what is wrong written into bad. */
 static const char *cluster_ids_fault(const cluster_rows *cr, const fa_cluster *c, fa_arena *ar, char *bad, size_t cap)
 {
-    if (cr->n_nodes <= 0) return NULL; /* an import with no graph: nothing to check them against */
+    if (cr->g.nodes <= 0) return NULL; /* an import with no graph: nothing to check them against */
     if (c->n_members < 1) return snprintf(bad, cap, "members_json: a cluster of no node"), bad;
     int *sorted = fa_arena_alloc(ar, sizeof(int) * (size_t)c->n_members);
     for (int i = 0; i < c->n_members; i++) {
-        if (c->members[i] < 0 || c->members[i] >= cr->n_nodes)
+        if (c->members[i] < 0 || c->members[i] >= cr->g.nodes)
             return snprintf(bad, cap, "members_json: node id %d is not one of the run's %lld nodes", c->members[i],
-                            (long long)cr->n_nodes), bad;
+                            (long long)cr->g.nodes), bad;
         if (sorted) sorted[i] = c->members[i];
     }
     if (sorted) {
@@ -564,9 +564,9 @@ static const char *cluster_ids_fault(const cluster_rows *cr, const fa_cluster *c
         const int *t = k ? c->outputs : c->inputs;
         int n = k ? c->n_outputs : c->n_inputs;
         for (int i = 0; i < n; i++)
-            if (t[i] < -1 || t[i] >= cr->n_tensors)
+            if (t[i] < -1 || t[i] >= cr->g.tensors)
                 return snprintf(bad, cap, "%s: tensor id %d is not one of the run's %lld tensors",
-                                k ? "outputs_json" : "inputs_json", t[i], (long long)cr->n_tensors), bad;
+                                k ? "outputs_json" : "inputs_json", t[i], (long long)cr->g.tensors), bad;
     }
     return NULL;
 }
@@ -614,14 +614,9 @@ static fa_status decode_why_not(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena 
     static const char *const col[3] = {"producer", "consumer", "tensor_id"};
     int *dst[3] = {&w->producer, &w->consumer, &w->tensor};
     for (int k = 0; k < 3; k++) {
-        int64_t v = fa_col_i64(q, k), count = k < 2 ? cr->n_nodes : cr->n_tensors;
-        if (v < -1 || (cr->n_nodes > 0 && v >= count) || v > INT32_MAX)
-            return fa_ctx_error(ctx, FA_ERR_INPUT,
-                                "%s: run %lld: table why_not, column %s: %lld is not the id of one of the run's %lld %s (or "
-                                "-1); the database was damaged, or not written by fuse-advise",
-                                st->path, (long long)cr->run_id, col[k], (long long)v, (long long)count,
-                                k < 2 ? "nodes" : "tensors");
-        *dst[k] = (int)v;
+        fa_status s = fa_store_graph_id(ctx, st, &cr->g, "why_not", col[k], fa_col_i64(q, k), k < 2 ? cr->g.nodes : cr->g.tensors,
+                                        k < 2 ? "nodes" : "tensors", true, dst[k]);
+        if (s) return s;
     }
     w->code = fa_why_code_parse(fa_col_text(q, 3));
     w->reason = fa_sq_col_str(q, 4, arena);
@@ -701,10 +696,9 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
     select_sql(&sql);
     fa_cluster *cv = NULL;
     size_t nc = 0;
-    cluster_rows cr = {NULL, 0, 0, p->arena, run_id, 0, 0};
+    cluster_rows cr = {NULL, 0, 0, p->arena, run_id, {0}};
     if (sql.oom) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
-    if (!s) s = fa_store_count_nodes(ctx, st, run_id, &cr.n_nodes);
-    if (!s) s = fa_sq_count_run(ctx, st, "SELECT count(*) FROM tensors WHERE run_id=?1", run_id, &cr.n_tensors);
+    if (!s) s = fa_store_graph_counts(ctx, st, run_id, &cr.g);
     if (!s) s = prepare_plan_rows(ctx, st, sql.data, run_id, p->plan_id, &q, &b);
     fa_buf_free(&sql);
     if (!s) s = fa_sq_collect_rows(ctx, st, q, b.rc, p->arena, sizeof *cv, decode_cluster, &cr, (void **)&cv, &nc);

@@ -13,7 +13,7 @@
 /* A run's graph rows are numbered 0..n-1 (nodes by node_id, tensors by tensor_id: the writer
  * stores every node and tensor of the graph), and the readers index arrays by those ids: a
  * doctored node_id of -5 wrote out of bounds in `analyze` (SIGSEGV), one of 10^8 took `report` to
- * 13.7 GB, one of 2^32 + 2 read as node 2 (the third attack pass). Every id a graph row holds is
+ * 13.7 GB, one of 2^32 + 2 read as node 2 (the sixth attack pass). Every id a graph row holds is
  * checked against the run's own counts as it is read, as an int64 before it is narrowed. */
 fa_status fa_sq_count_run(fa_ctx *ctx, fa_store *st, const char *sql, int64_t run_id, int64_t *n)
 {
@@ -29,11 +29,7 @@ fa_status fa_sq_count_run(fa_ctx *ctx, fa_store *st, const char *sql, int64_t ru
     return s;
 }
 
-typedef struct graph_counts {
-    int64_t run_id, nodes, tensors;
-} graph_counts;
-
-static fa_status graph_counts_of(fa_ctx *ctx, fa_store *st, int64_t run_id, graph_counts *c)
+fa_status fa_store_graph_counts(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_graph_counts *c)
 {
     c->run_id = run_id;
     fa_status s = fa_sq_count_run(ctx, st, "SELECT count(*) FROM nodes WHERE run_id=?1", run_id, &c->nodes);
@@ -41,10 +37,8 @@ static fa_status graph_counts_of(fa_ctx *ctx, fa_store *st, int64_t run_id, grap
     return s;
 }
 
-/* FA_OK when v is the id of one of `count` rows (or -1 where `none_ok`), else FA_ERR_INPUT naming
- * the table, run, column and value; *out = v. */
-static fa_status graph_id(fa_ctx *ctx, fa_store *st, const graph_counts *c, const char *table, const char *column,
-                          int64_t v, int64_t count, const char *of, bool none_ok, int *out)
+fa_status fa_store_graph_id(fa_ctx *ctx, fa_store *st, const fa_graph_counts *c, const char *table, const char *column,
+                            int64_t v, int64_t count, const char *of, bool none_ok, int *out)
 {
     if ((v >= 0 && v < count && v <= INT32_MAX) || (none_ok && v == -1)) {
         *out = (int)v;
@@ -59,9 +53,9 @@ static fa_status graph_id(fa_ctx *ctx, fa_store *st, const graph_counts *c, cons
 
 static fa_status decode_node(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
 {
-    const graph_counts *c = user;
+    const fa_graph_counts *c = user;
     fa_node_row *r = row;
-    fa_status s = graph_id(ctx, st, c, "nodes", "node_id", fa_col_i64(q, 0), c->nodes, "nodes", false, &r->id);
+    fa_status s = fa_store_graph_id(ctx, st, c, "nodes", "node_id", fa_col_i64(q, 0), c->nodes, "nodes", false, &r->id);
     if (s) return s;
     r->name = fa_sq_col_str(q, 1, arena);
     r->op_type = fa_sq_col_str(q, 2, arena);
@@ -76,8 +70,8 @@ static fa_status decode_node(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *ar
 fa_status fa_store_get_nodes(fa_ctx *ctx, fa_store *st, int64_t run_id, bool live_only, fa_arena *arena,
                              fa_node_row **out, size_t *n_out)
 {
-    graph_counts c;
-    fa_status s = graph_counts_of(ctx, st, run_id, &c);
+    fa_graph_counts c;
+    fa_status s = fa_store_graph_counts(ctx, st, run_id, &c);
     if (s) return s;
     fa_stmt *q;
     binder b;
@@ -90,10 +84,10 @@ fa_status fa_store_get_nodes(fa_ctx *ctx, fa_store *st, int64_t run_id, bool liv
 
 static fa_status decode_tensor(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
 {
-    const graph_counts *c = user;
+    const fa_graph_counts *c = user;
     fa_tensor_row *r = row;
-    fa_status s = graph_id(ctx, st, c, "tensors", "tensor_id", fa_col_i64(q, 0), c->tensors, "tensors", false, &r->id);
-    if (!s) s = graph_id(ctx, st, c, "tensors", "producer", fa_col_i64(q, 3), c->nodes, "nodes", true, &r->producer);
+    fa_status s = fa_store_graph_id(ctx, st, c, "tensors", "tensor_id", fa_col_i64(q, 0), c->tensors, "tensors", false, &r->id);
+    if (!s) s = fa_store_graph_id(ctx, st, c, "tensors", "producer", fa_col_i64(q, 3), c->nodes, "nodes", true, &r->producer);
     if (s) return s;
     r->name = fa_sq_col_str(q, 1, arena);
     r->bytes = (uint64_t)fa_col_i64(q, 2);
@@ -106,8 +100,8 @@ static fa_status decode_tensor(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *
 fa_status fa_store_get_tensors(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, fa_tensor_row **out,
                                size_t *n_out)
 {
-    graph_counts c;
-    fa_status s = graph_counts_of(ctx, st, run_id, &c);
+    fa_graph_counts c;
+    fa_status s = fa_store_graph_counts(ctx, st, run_id, &c);
     if (s) return s;
     fa_stmt *q;
     binder b;
@@ -120,18 +114,18 @@ fa_status fa_store_get_tensors(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_are
 static fa_status decode_consumer(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
 {
     (void)arena;
-    const graph_counts *c = user;
+    const fa_graph_counts *c = user;
     fa_consumer_row *r = row;
-    fa_status s = graph_id(ctx, st, c, "consumers", "tensor_id", fa_col_i64(q, 0), c->tensors, "tensors", false, &r->tensor);
-    if (!s) s = graph_id(ctx, st, c, "consumers", "node_id", fa_col_i64(q, 1), c->nodes, "nodes", false, &r->node);
+    fa_status s = fa_store_graph_id(ctx, st, c, "consumers", "tensor_id", fa_col_i64(q, 0), c->tensors, "tensors", false, &r->tensor);
+    if (!s) s = fa_store_graph_id(ctx, st, c, "consumers", "node_id", fa_col_i64(q, 1), c->nodes, "nodes", false, &r->node);
     return s;
 }
 
 fa_status fa_store_get_consumers(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena,
                                  fa_consumer_row **out, size_t *n_out)
 {
-    graph_counts c;
-    fa_status s = graph_counts_of(ctx, st, run_id, &c);
+    fa_graph_counts c;
+    fa_status s = fa_store_graph_counts(ctx, st, run_id, &c);
     if (s) return s;
     fa_stmt *q;
     binder b;

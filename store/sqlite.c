@@ -591,11 +591,6 @@ fa_status fa_store_sqlite_open(fa_ctx *ctx, fa_store *st, const char *path, unsi
     return s;
 }
 
-void fa_store_sqlite_remove_created(const char *path, bool wal_before, bool shm_before)
-{
-    fa_sqlite_remove_created(path, wal_before, shm_before);
-}
-
 const fa_store_backend fa_store_sqlite_backend = {
     .name = "sqlite",
     .exec = sq_exec,

@@ -169,11 +169,6 @@ struct fa_store {
     bool wal_before, shm_before; /* SQLite: PATH-wal / PATH-shm existed before that open (one SQLite
                                     made is ours to remove when the file is refused) */
 };
-/* After a refused SQLite open (st closed): remove the PATH-wal and PATH-shm that open created
- * (absent before it: wal_before / shm_before), so a refused input gains no files beside it. Only a
- * regular file of ours, a -wal with nothing written in it, and nothing when another process holds
- * a lock on the database or its -shm (it opened them meanwhile). */
-void fa_store_sqlite_remove_created(const char *path, bool wal_before, bool shm_before);
 
 extern const fa_store_backend fa_store_sqlite_backend;
 /* Open the SQLite file / the PostgreSQL server behind `path` into st (st->path set by the
@@ -312,6 +307,16 @@ fa_status fa_sq_collect_rows(fa_ctx *ctx, fa_store *st, fa_stmt *q, int bind_rc,
                              fa_sq_row_decode decode, void *user, void **out, size_t *n_out);
 /* Read one integer of a single-row query (0 when no row). */
 fa_status fa_sq_query_i64(fa_ctx *ctx, fa_store *st, const char *sql, int64_t *out);
+/* A run's graph sizes (store/results.c): its rows are numbered 0..n-1 (nodes by node_id, tensors
+ * by tensor_id), and every id another row holds must name one of them. */
+typedef struct fa_graph_counts {
+    int64_t run_id, nodes, tensors;
+} fa_graph_counts;
+fa_status fa_store_graph_counts(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_graph_counts *c);
+/* FA_OK when v is the id of one of `count` rows (`of`: "nodes" or "tensors"; -1 too where
+ * none_ok), *out = v; else FA_ERR_INPUT naming the file, table, run, column and value. */
+fa_status fa_store_graph_id(fa_ctx *ctx, fa_store *st, const fa_graph_counts *c, const char *table, const char *column,
+                            int64_t v, int64_t count, const char *of, bool none_ok, int *out);
 /* The one integer of `sql` (a count, "... WHERE run_id=?1") for run_id; 0 when it returns no row. */
 fa_status fa_sq_count_run(fa_ctx *ctx, fa_store *st, const char *sql, int64_t run_id, int64_t *n);
 /* A write unit: BEGIN IMMEDIATE when no transaction is open, a SAVEPOINT inside the caller's;

@@ -389,7 +389,7 @@ fa_status fa_store_open_ex(fa_ctx *ctx, const char *path, unsigned flags, fa_sto
         bool wb = st->wal_before, sb = st->shm_before;
         char *p = drop ? strdup(path) : NULL;
         fa_store_close(st);
-        if (p) fa_store_sqlite_remove_created(p, wb, sb);
+        if (p) fa_sqlite_remove_created(p, wb, sb); /* core/fs.c */
         free(p);
         return s;
     }

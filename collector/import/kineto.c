@@ -707,7 +707,7 @@ static int on_scalar(kparse *p, int vt, const char *s, size_t n)
         if (!dv || !num_i64(p, s, n, &v)) return 1;
         int32_t v32 = v >= INT32_MIN && v <= INT32_MAX ? (int32_t)v : 0;
         /* a device's counts and sizes are >= 0 and a compute capability two small numbers: a value
-         * outside reads as unknown (0), never as "sm_-9-1, -5 SMs" (the third attack pass) */
+         * outside reads as unknown (0), never as "sm_-9-1, -5 SMs" (the sixth attack pass) */
         int32_t c32 = v >= 0 && v <= INT32_MAX ? (int32_t)v : 0;
         if ((p->dev_key == DK_CCMAJ || p->dev_key == DK_CCMIN) && c32 > 99) c32 = 0;
         if (p->dev_key != DK_ID) v32 = c32;

@@ -98,7 +98,7 @@ expect_refused "a rule or trigger that is not"
 alter 'DROP TRIGGER t ON fuse_advise.runs'
 # Code in our namespace that a statement of ours would pick over pg_catalog's: an aggregate max()
 # over a domain given to schema_version.version ran on the version read of a read-only verb (the
-# third attack pass: COPY ... TO PROGRAM with the client's role); a changed body of our own
+# sixth attack pass: COPY ... TO PROGRAM with the client's role); a changed body of our own
 # function. Refused before any statement reads a table; nothing of theirs runs.
 alter "CREATE TABLE public.pwned(who text)"
 alter "CREATE DOMAIN fuse_advise.ver AS bigint; CREATE FUNCTION fuse_advise.evil(s bigint, v fuse_advise.ver) RETURNS bigint LANGUAGE plpgsql AS \$\$ BEGIN INSERT INTO public.pwned VALUES (current_user); RETURN greatest(coalesce(s, 0), v::bigint); END \$\$; CREATE AGGREGATE fuse_advise.max(fuse_advise.ver) (SFUNC = fuse_advise.evil, STYPE = bigint); ALTER TABLE fuse_advise.schema_version ALTER COLUMN version TYPE fuse_advise.ver"

@@ -356,7 +356,7 @@ static void test_db_refused_file_gains_no_wal_or_shm(void **state)
 
 /* A -shm or -wal hard-linked to another file is that file: SQLite rewrote it in place (a file
  * linked as DB-shm became 32 KiB of shm index on `runs`, one linked as DB-wal WAL frames on `run`;
- * the third attack pass). Refused naming the companion; the other file is untouched. */
+ * the sixth attack pass). Refused naming the companion; the other file is untouched. */
 static void test_db_hard_linked_companion_refused_and_untouched(void **state)
 {
     (void)state;
@@ -516,8 +516,8 @@ static void test_db_values_outside_their_columns_domain_refused(void **state)
         {"UPDATE clusters SET anchor = 99999;", "table clusters, cluster ", "anchor: node id 99999 is not one of", 1 | 4},
         {"UPDATE clusters SET depends_on = 99;", "table clusters, cluster ", "column depends_on: 99 is not another cluster",
          1 | 4},
-        {"UPDATE why_not SET producer = 99999;", "table why_not, column producer: 99999 is not the id", NULL, 1 | 4},
-        {"UPDATE why_not SET tensor_id = -5;", "table why_not, column tensor_id: -5 is not the id", NULL, 1 | 4},
+        {"UPDATE why_not SET producer = 99999;", "table why_not, run 1, column producer: 99999 is not the id", NULL, 1 | 4},
+        {"UPDATE why_not SET tensor_id = -5;", "table why_not, run 1, column tensor_id: -5 is not the id", NULL, 1 | 4},
     };
     expect_doctored_refused(base, "domain", cases, sizeof cases / sizeof cases[0]);
     /* +inf is a relative error's own value: read and reported */
@@ -550,7 +550,7 @@ static void test_db_node_id_beyond_any_graph_refused_not_out_of_memory(void **st
 
 /* A graph row's id that is no id of the run's graph: a node_id of -5 wrote out of bounds in
  * `analyze` and `advise` (SIGSEGV), 10^8 took `report` to 13.7 GB, 2^32 + 2 was read as node 2
- * (the third attack pass); the same for tensor ids, a tensor's producer and a consumer's node.
+ * (the sixth attack pass); the same for tensor ids, a tensor's producer and a consumer's node.
  * Each refused naming the table, run, column and value, by every verb that reads the graph. */
 static void test_db_graph_ids_outside_the_runs_graph_refused(void **state)
 {

@@ -808,7 +808,7 @@ static void test_output_folder_with_a_deep_chain_refused_not_crashed(void **stat
 }
 
 /* A file put into a marked output folder while the run works went with the old folder at the swap
- * (the third attack pass: a note written during the run, exit 0, gone). The commit checks the folder
+ * (the sixth attack pass: a note written during the run, exit 0, gone). The commit checks the folder
  * again: refused naming it and where the new outputs are kept, the note stays. And an output
  * folder reached through a link another user planted is refused, as --db's is. */
 static void test_output_folder_changed_during_the_run_or_planted_link_refused(void **state)
