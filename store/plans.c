@@ -614,7 +614,9 @@ static fa_status decode_why_not(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena 
     static const char *const col[3] = {"producer", "consumer", "tensor_id"};
     int *dst[3] = {&w->producer, &w->consumer, &w->tensor};
     for (int k = 0; k < 3; k++) {
-        fa_status s = fa_store_graph_id(ctx, st, &cr->g, "why_not", col[k], fa_col_i64(q, k), k < 2 ? cr->g.nodes : cr->g.tensors,
+        /* a run with no graph rows (a plan stored without them) bounds the ids by int only */
+        int64_t count = cr->g.nodes <= 0 ? (int64_t)INT32_MAX + 1 : k < 2 ? cr->g.nodes : cr->g.tensors;
+        fa_status s = fa_store_graph_id(ctx, st, &cr->g, "why_not", col[k], fa_col_i64(q, k), count,
                                         k < 2 ? "nodes" : "tensors", true, dst[k]);
         if (s) return s;
     }
