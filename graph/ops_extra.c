@@ -1,6 +1,6 @@
 /* graph/ops_extra — normalization, softmax, attention, gated and recurrent ops: Softmax,
  * LogSoftmax, Hardmax, LayerNormalization, RMSNormalization, GroupNormalization, RotaryEmbedding,
- * Attention, LSTM, SwiGLU.
+ * Attention, LSTM, GRU, RNN, SwiGLU.
  * Semantics per opset follow the ONNX operator spec (onnx/docs/Operators.md) and the ONNX
  * reference evaluator (onnx/reference/ops/op_*.py), whose outputs are the corpus oracle.
  * Formulas for FLOPs and bytes are given per op next to its cost function and in
@@ -1315,20 +1315,36 @@ static void cost_attention(const fa_graph *g, const fa_node *n, fa_op_cost *out)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* LSTM (opset 7 and 14; 14 adds layout). Inputs X, W [dirs, 4H, I], R [dirs, 4H, H],
- * B? [dirs, 8H], sequence_lens? [batch], initial_h? / initial_c? [dirs, batch, H]
- * (layout 1: [batch, dirs, H]), P? [dirs, 3H]. Gate order i, o, f, c (iofc); P = [Pi, Po, Pf].
- *   i = f(Xt Wi^T + Ht-1 Ri^T + Pi.Ct-1 + Wbi + Rbi)
- *   f = f(Xt Wf^T + Ht-1 Rf^T + Pf.Ct-1 + Wbf + Rbf)      (input_forget: f = 1 - i)
- *   c = g(Xt Wc^T + Ht-1 Rc^T + Wbc + Rbc)
- *   Ct = f.Ct-1 + i.c
- *   o = f(Xt Wo^T + Ht-1 Ro^T + Po.Ct + Wbo + Rbo)
- *   Ht = o.h(Ct)
- * (ONNX Operators.md, LSTM). `clip` clamps every gate pre-activation to [-clip, clip].
+/* Recurrent layers: RNN, GRU and LSTM (ONNX Operators.md, opsets 7 and 14 (14 adds layout);
+ * opset 22 only widens the element types). Inputs X [S, batch, I] (layout 1: [batch, S, I]),
+ * W [dirs, G*H, I], R [dirs, G*H, H], B? [dirs, 2*G*H] (Wb then Rb), sequence_lens? [batch],
+ * initial_h? [dirs, batch, H] (layout 1: [batch, dirs, H]); LSTM also initial_c? (same shape)
+ * and P? [dirs, 3H]. G, the gates a step computes: RNN 1, GRU 3 (order z, r, h), LSTM 4 (order
+ * i, o, f, c). With f, g, h the direction's activations and [] the clip to [-clip, clip] of
+ * every activation's input:
+ *   RNN:  Ht = f([Xt Wi^T + Ht-1 Ri^T + Wbi + Rbi])
+ *   GRU:  zt = f([Xt Wz^T + Ht-1 Rz^T + Wbz + Rbz]),  rt = f([Xt Wr^T + Ht-1 Rr^T + Wbr + Rbr])
+ *         ht = g([Xt Wh^T + (rt . Ht-1) Rh^T + Rbh + Wbh])         linear_before_reset = 0
+ *         ht = g([Xt Wh^T + rt . (Ht-1 Rh^T + Rbh) + Wbh])         linear_before_reset != 0
+ *         Ht = (1 - zt) . ht + zt . Ht-1
+ *   LSTM: it = f([Xt Wi^T + Ht-1 Ri^T + Pi.Ct-1 + Wbi + Rbi])
+ *         ft = f([Xt Wf^T + Ht-1 Rf^T + Pf.Ct-1 + Wbf + Rbf])       (input_forget: ft = 1 - it)
+ *         ct = g([Xt Wc^T + Ht-1 Rc^T + Wbc + Rbc]),  Ct = ft.Ct-1 + it.ct
+ *         ot = f([Xt Wo^T + Ht-1 Ro^T + Po.Ct + Wbo + Rbo]),  Ht = ot.h(Ct)
+ * Default activations: RNN Tanh; GRU Sigmoid, Tanh; LSTM Sigmoid, Tanh, Tanh (per direction).
  * Steps past sequence_lens[b] give zeros in Y and keep the last state in Y_h/Y_c
  * (onnxruntime's semantics; the ONNX reference evaluator ignores sequence_lens). */
 
-enum lstm_act {
+enum rnn_kind { RK_RNN, RK_GRU, RK_LSTM };
+
+static int rnn_gates(enum rnn_kind k) { return k == RK_LSTM ? 4 : k == RK_GRU ? 3 : 1; }
+static int rnn_acts(enum rnn_kind k) { return k == RK_LSTM ? 3 : k == RK_GRU ? 2 : 1; }
+static enum rnn_kind rnn_kind_of(const fa_node *n)
+{
+    return strcmp(n->op_type, "LSTM") == 0 ? RK_LSTM : strcmp(n->op_type, "GRU") == 0 ? RK_GRU : RK_RNN;
+}
+
+enum rnn_act {
     ACT_SIGMOID,
     ACT_TANH,
     ACT_RELU,
@@ -1342,12 +1358,12 @@ enum lstm_act {
     ACT_SOFTPLUS,
 };
 
-typedef struct lstm_fn {
-    enum lstm_act kind;
+typedef struct rnn_fn {
+    enum rnn_act kind;
     float alpha, beta;
-} lstm_fn;
+} rnn_fn;
 
-static inline float lstm_apply(const lstm_fn *f, float x)
+static inline float rnn_apply(const rnn_fn *f, float x)
 {
     switch (f->kind) {
     case ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
@@ -1368,21 +1384,23 @@ static inline float lstm_apply(const lstm_fn *f, float x)
     return x;
 }
 
-/* Parse activations (3 per direction) with activation_alpha/beta (consumed in order by the
- * activations that take them; defaults per ONNX: LeakyRelu 0.01, ThresholdedRelu 1.0,
- * ScaledTanh 1/1, HardSigmoid 0.2/0.5, Elu 1.0, Affine 1/0). */
-static fa_status lstm_parse_acts(fa_ctx *ctx, const fa_node *n, int dirs, lstm_fn fns[6])
+/* Parse `activations` (rnn_acts(kind) per direction, forward's first) with activation_alpha/beta
+ * (consumed in order by the activations that take them; defaults per ONNX: LeakyRelu 0.01,
+ * ThresholdedRelu 1.0, ScaledTanh 1/1, HardSigmoid 0.2/0.5, Elu 1.0, Affine 1/0). fns holds
+ * rnn_acts(kind) * dirs entries (at most 6). */
+static fa_status rnn_parse_acts(fa_ctx *ctx, const fa_node *n, enum rnn_kind kind, int dirs, rnn_fn fns[6])
 {
-    static const char *const dflt[3] = {"Sigmoid", "Tanh", "Tanh"};
+    static const char *const dflt[3][3] = {{"Tanh"}, {"Sigmoid", "Tanh"}, {"Sigmoid", "Tanh", "Tanh"}};
+    int per = rnn_acts(kind);
     const fa_attr *aa = fa_node_attr(n, "activations");
     const fa_attr *al = fa_node_attr(n, "activation_alpha"), *be = fa_node_attr(n, "activation_beta");
     int na = (aa && aa->type == FA_ATTR_STRINGS) ? aa->n : 0;
-    if (na && na != 3 * dirs)
-        return fa_node_error(ctx, n, "activations has %d entries, %d expected (3 per direction)", na, 3 * dirs);
+    if (na && na != per * dirs)
+        return fa_node_error(ctx, n, "activations has %d entries, %d expected (%d per direction)", na, per * dirs, per);
     int ia = 0, ib = 0;
-    for (int i = 0; i < 3 * dirs; i++) {
-        const char *s = na ? aa->strings[i] : dflt[i % 3];
-        static const struct { const char *name; enum lstm_act k; int np; float a, b; } tab[] = {
+    for (int i = 0; i < per * dirs; i++) {
+        const char *s = na ? aa->strings[i] : dflt[kind][i % per];
+        static const struct { const char *name; enum rnn_act k; int np; float a, b; } tab[] = {
             {"Sigmoid", ACT_SIGMOID, 0, 0, 0},       {"Tanh", ACT_TANH, 0, 0, 0},
             {"Relu", ACT_RELU, 0, 0, 0},             {"Affine", ACT_AFFINE, 2, 1.0f, 0.0f},
             {"LeakyRelu", ACT_LEAKYRELU, 1, 0.01f, 0}, {"ThresholdedRelu", ACT_THRESHRELU, 1, 1.0f, 0},
@@ -1403,7 +1421,7 @@ static fa_status lstm_parse_acts(fa_ctx *ctx, const fa_node *n, int dirs, lstm_f
     return FA_OK;
 }
 
-static int lstm_dirs(const fa_node *n, int *reverse_only)
+static int rnn_dirs(const fa_node *n, int *reverse_only)
 {
     const char *d = fa_node_attr_string(n, "direction", "forward");
     *reverse_only = strcmp(d, "reverse") == 0;
@@ -1412,13 +1430,15 @@ static int lstm_dirs(const fa_node *n, int *reverse_only)
     return -1;
 }
 
-static fa_status infer_lstm(fa_ctx *ctx, fa_graph *g, fa_node *n)
+static fa_status infer_recurrent(fa_ctx *ctx, fa_graph *g, fa_node *n)
 {
+    enum rnn_kind kind = rnn_kind_of(n);
+    int G = rnn_gates(kind);
     fa_tensor *x = req_float_input(ctx, g, n, 0), *w = x ? req_float_input(ctx, g, n, 1) : NULL,
               *r = w ? req_float_input(ctx, g, n, 2) : NULL;
     if (!r) return fa_ctx_status(ctx);
     int rev;
-    int dirs = lstm_dirs(n, &rev);
+    int dirs = rnn_dirs(n, &rev);
     if (dirs < 0) return fa_node_error(ctx, n, "direction '%s' is not forward, reverse or bidirectional",
                                        fa_node_attr_string(n, "direction", ""));
     int64_t layout = node_opset(n, 14) >= 14 ? fa_node_attr_int(n, "layout", 0) : 0;
@@ -1427,23 +1447,25 @@ static fa_status infer_lstm(fa_ctx *ctx, fa_graph *g, fa_node *n)
         return fa_node_error(ctx, n, "X, W, R must be 3-D (ranks %d, %d, %d)", x->rank, w->rank, r->rank);
     int64_t S = layout ? x->dims[1] : x->dims[0], Bt = layout ? x->dims[0] : x->dims[1], I = x->dims[2];
     int64_t H = fa_node_attr_int(n, "hidden_size", r->dims[2]);
-    if (H != r->dims[2]) /* R is [dirs, 4H, H]: H is within a tensor's span from here on */
+    if (H != r->dims[2]) /* R is [dirs, G*H, H]: H is within a tensor's span from here on */
         return fa_node_error(ctx, n, "hidden_size %lld differs from R's last dim %lld", (long long)H, (long long)r->dims[2]);
-    if (w->dims[0] != dirs || w->dims[1] != 4 * H || w->dims[2] != I)
-        return fa_node_error(ctx, n, "W must be [%d, %lld, %lld]", dirs, (long long)(4 * H), (long long)I);
-    if (r->dims[0] != dirs || r->dims[1] != 4 * H || r->dims[2] != H)
-        return fa_node_error(ctx, n, "R must be [%d, %lld, %lld]", dirs, (long long)(4 * H), (long long)H);
-    lstm_fn fns[6];
-    fa_status st = lstm_parse_acts(ctx, n, dirs, fns);
+    if (w->dims[0] != dirs || w->dims[1] != G * H || w->dims[2] != I)
+        return fa_node_error(ctx, n, "W must be [%d, %lld, %lld]", dirs, (long long)(G * H), (long long)I);
+    if (r->dims[0] != dirs || r->dims[1] != G * H || r->dims[2] != H)
+        return fa_node_error(ctx, n, "R must be [%d, %lld, %lld]", dirs, (long long)(G * H), (long long)H);
+    rnn_fn fns[6];
+    fa_status st = rnn_parse_acts(ctx, n, kind, dirs, fns);
     if (st) return st;
+    (void)S;
     int64_t bth;
     if ((st = fa_dim_mul(ctx, n, "batch x hidden_size", Bt, H, &bth)) ||
         (st = fa_dim_mul(ctx, n, "directions x batch x hidden_size", bth, dirs, &bth)))
         return st;
     struct { int idx; int64_t want; const char *name; } chk[] = {
-        {3, (int64_t)dirs * 8 * H, "B"}, {5, bth, "initial_h"},
+        {3, (int64_t)dirs * 2 * G * H, "B"}, {5, bth, "initial_h"},
         {6, bth, "initial_c"}, {7, (int64_t)dirs * 3 * H, "P"}, {4, Bt, "sequence_lens"}};
     for (size_t i = 0; i < sizeof chk / sizeof chk[0]; i++) {
+        if (kind != RK_LSTM && chk[i].idx >= 6) continue;
         bool err;
         fa_tensor *t = opt_input(ctx, g, n, chk[i].idx, &err);
         if (err) return fa_ctx_status(ctx);
@@ -1461,46 +1483,71 @@ static fa_status infer_lstm(fa_ctx *ctx, fa_graph *g, fa_node *n)
     }
     fa_set_out(g, n, 0, x->dtype, 4, yd);
     fa_set_out(g, n, 1, x->dtype, 3, hd);
-    fa_set_out(g, n, 2, x->dtype, 3, hd);
+    if (kind == RK_LSTM) fa_set_out(g, n, 2, x->dtype, 3, hd);
     return FA_OK;
 }
 
-static inline float lstm_clip(float v, float clip) { return clip > 0.0f ? (v > clip ? clip : (v < -clip ? -clip : v)) : v; }
+static inline float rnn_clip(float v, float clip) { return clip > 0.0f ? (v > clip ? clip : (v < -clip ? -clip : v)) : v; }
 
-static fa_status kernel_lstm(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
-                             fa_value *out, int n_out, int threads)
+/* rec[b, gi] = Rb[gi] + h[b, :] . R[gi, :] for gi in [g0, g1): the recurrent projection of one
+ * step, parallel over (batch, gate row). Rows of batch entries whose sequence has ended are
+ * skipped. h is [Bt, H]; rec is [Bt, GH]. */
+static void rnn_recurrent_rows(const float *h, const float *rd, const float *rb, float *rec, int64_t Bt,
+                               int64_t H, int64_t GH, int64_t g0, int64_t g1, const int64_t *sl, int64_t step,
+                               int nt)
 {
+    int64_t rows = g1 - g0;
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t bg = 0; bg < Bt * rows; bg++) {
+        int64_t bb = bg / rows, gi = g0 + bg % rows;
+        if (step >= sl[bb]) continue;
+        const float *hr = h + bb * H, *rr = rd + gi * H;
+        float acc = rb ? rb[gi] : 0.0f;
+#pragma omp simd reduction(+ : acc)
+        for (int64_t k = 0; k < H; k++) acc += hr[k] * rr[k];
+        rec[bb * GH + gi] = acc;
+    }
+}
+
+static fa_status kernel_recurrent(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                                  fa_value *out, int n_out, int threads)
+{
+    enum rnn_kind kind = rnn_kind_of(n);
+    int G = rnn_gates(kind), per = rnn_acts(kind);
     int rev;
-    int dirs = lstm_dirs(n, &rev);
+    int dirs = rnn_dirs(n, &rev);
     if (dirs < 0) return fa_node_error(ctx, n, "bad direction");
     int64_t layout = node_opset(n, 14) >= 14 ? fa_node_attr_int(n, "layout", 0) : 0;
     const fa_value *xv = &in[0];
     int64_t S = layout ? xv->dims[1] : xv->dims[0], Bt = layout ? xv->dims[0] : xv->dims[1];
-    int64_t I = xv->dims[2], H = in[2].dims[2], G4 = 4 * H;
+    int64_t I = xv->dims[2], H = in[2].dims[2], GH = G * H;
     if (xv->rank != 3 || in[1].rank != 3 || in[2].rank != 3 || in[1].dims[0] != dirs ||
-        in[1].dims[1] != G4 || in[1].dims[2] != I || in[2].dims[0] != dirs || in[2].dims[1] != G4)
-        return fa_node_error(ctx, n, "X, W, R shapes do not fit (W must be [%d, 4H, I], R [%d, 4H, H])", dirs, dirs);
+        in[1].dims[1] != GH || in[1].dims[2] != I || in[2].dims[0] != dirs || in[2].dims[1] != GH)
+        return fa_node_error(ctx, n, "X, W, R shapes do not fit (W must be [%d, %dH, I], R [%d, %dH, H])", dirs, G,
+                             dirs, G);
     {
-        const int64_t want[8] = {0, 0, 0, (int64_t)dirs * 8 * H, Bt, (int64_t)dirs * Bt * H,
+        const int64_t want[8] = {0, 0, 0, (int64_t)dirs * 2 * GH, Bt, (int64_t)dirs * Bt * H,
                                  (int64_t)dirs * Bt * H, (int64_t)dirs * 3 * H};
-        for (int i = 3; i < n_in && i < 8; i++)
+        for (int i = 3; i < n_in && i < (kind == RK_LSTM ? 8 : 6); i++)
             if (in[i].data && fa_value_numel(&in[i]) != want[i])
                 return fa_node_error(ctx, n, "input %d has %lld elements, %lld expected", i,
                                      (long long)fa_value_numel(&in[i]), (long long)want[i]);
     }
-    lstm_fn fns[6];
-    fa_status st = lstm_parse_acts(ctx, n, dirs, fns);
+    rnn_fn fns[6];
+    fa_status st = rnn_parse_acts(ctx, n, kind, dirs, fns);
     if (st) return st;
     float clip = fa_node_attr_float(n, "clip", 0.0f);
-    bool input_forget = fa_node_attr_int(n, "input_forget", 0) != 0;
+    bool input_forget = kind == RK_LSTM && fa_node_attr_int(n, "input_forget", 0) != 0;
+    bool lbr = kind == RK_GRU && fa_node_attr_int(n, "linear_before_reset", 0) != 0;
     const fa_value *bv = n_in > 3 && in[3].data ? &in[3] : NULL, *slv = n_in > 4 && in[4].data ? &in[4] : NULL;
-    const fa_value *h0v = n_in > 5 && in[5].data ? &in[5] : NULL, *c0v = n_in > 6 && in[6].data ? &in[6] : NULL;
-    const fa_value *pv = n_in > 7 && in[7].data ? &in[7] : NULL;
+    const fa_value *h0v = n_in > 5 && in[5].data ? &in[5] : NULL;
+    const fa_value *c0v = kind == RK_LSTM && n_in > 6 && in[6].data ? &in[6] : NULL;
+    const fa_value *pv = kind == RK_LSTM && n_in > 7 && in[7].data ? &in[7] : NULL;
     fa_value *yv = n_out > 0 && out[0].data ? &out[0] : NULL, *yhv = n_out > 1 && out[1].data ? &out[1] : NULL,
-             *ycv = n_out > 2 && out[2].data ? &out[2] : NULL;
+             *ycv = kind == RK_LSTM && n_out > 2 && out[2].data ? &out[2] : NULL;
     const float *x, *w, *r, *b = NULL, *h0 = NULL, *c0 = NULL, *p = NULL;
     float *xo = NULL, *wo = NULL, *ro = NULL, *bo = NULL, *h0o = NULL, *c0o = NULL, *po = NULL;
-    float *y = NULL, *yh = NULL, *yc = NULL, *xw = NULL, *hs = NULL, *cs = NULL, *gates = NULL;
+    float *y = NULL, *yh = NULL, *yc = NULL, *xw = NULL, *hs = NULL, *cs = NULL, *rec = NULL, *rh = NULL;
     int64_t *sl = NULL;
     int nt = clamp_threads(threads);
     if ((st = f32_in(ctx, n, xv, &x, &xo)) || (st = f32_in(ctx, n, &in[1], &w, &wo)) ||
@@ -1509,12 +1556,13 @@ static fa_status kernel_lstm(fa_ctx *ctx, const fa_node *n, const fa_value *in, 
         (st = f32_in(ctx, n, pv, &p, &po)) || (st = f32_out(ctx, n, yv, &y)) ||
         (st = f32_out(ctx, n, yhv, &yh)) || (st = f32_out(ctx, n, ycv, &yc)))
         goto done;
-    xw = malloc(sizeof(float) * (size_t)(S * Bt * G4 + 1));
+    xw = malloc(sizeof(float) * (size_t)(S * Bt * GH + 1));
     hs = malloc(sizeof(float) * (size_t)(Bt * H + 1));
     cs = malloc(sizeof(float) * (size_t)(Bt * H + 1));
-    gates = malloc(sizeof(float) * (size_t)(Bt * G4 + 1));
+    rh = malloc(sizeof(float) * (size_t)(Bt * H + 1));
+    rec = malloc(sizeof(float) * (size_t)(Bt * GH + 1));
     sl = malloc(sizeof(int64_t) * (size_t)(Bt + 1));
-    if (!xw || !hs || !cs || !gates || !sl) {
+    if (!xw || !hs || !cs || !rh || !rec || !sl) {
         st = fa_ctx_error(ctx, FA_ERR_NOMEM, "node '%s': out of memory", n->name);
         goto done;
     }
@@ -1529,18 +1577,19 @@ static fa_status kernel_lstm(fa_ctx *ctx, const fa_node *n, const fa_value *in, 
     if (y) memset(y, 0, sizeof(float) * (size_t)(S * dirs * Bt * H));
     for (int d = 0; d < dirs; d++) {
         bool backward = rev || d == 1;
-        const float *wd = w + (int64_t)d * G4 * I, *rd = r + (int64_t)d * G4 * H;
-        const float *wb = b ? b + (int64_t)d * 8 * H : NULL, *pd = p ? p + (int64_t)d * 3 * H : NULL;
-        const lstm_fn *fa = &fns[3 * d], *ga = &fns[3 * d + 1], *ha = &fns[3 * d + 2];
-        /* Input projection for every step at once: xw[t, b, :] = X[t, b] W^T + Wb + Rb. */
+        const float *wd = w + (int64_t)d * GH * I, *rd = r + (int64_t)d * GH * H;
+        const float *wb = b ? b + (int64_t)d * 2 * GH : NULL, *rb = b ? b + (int64_t)d * 2 * GH + GH : NULL;
+        const float *pd = p ? p + (int64_t)d * 3 * H : NULL;
+        const rnn_fn *fa = &fns[per * d], *ga = &fns[per * d + (per > 1)], *ha = &fns[per * d + (per > 2) * 2];
+        /* Input projection for every step at once: xw[t, b, :] = X[t, b] W^T + Wb. */
 #pragma omp parallel for num_threads(nt) schedule(static)
         for (int64_t tb = 0; tb < S * Bt; tb++) {
             int64_t t = tb / Bt, bb = tb % Bt;
             const float *xr = layout ? x + (bb * S + t) * I : x + (t * Bt + bb) * I;
-            float *o = xw + tb * G4;
-            for (int64_t gi = 0; gi < G4; gi++) {
+            float *o = xw + tb * GH;
+            for (int64_t gi = 0; gi < GH; gi++) {
                 const float *wr = wd + gi * I;
-                float acc = wb ? wb[gi] + wb[G4 + gi] : 0.0f;
+                float acc = wb ? wb[gi] : 0.0f;
 #pragma omp simd reduction(+ : acc)
                 for (int64_t k = 0; k < I; k++) acc += xr[k] * wr[k];
                 o[gi] = acc;
@@ -1553,35 +1602,51 @@ static fa_status kernel_lstm(fa_ctx *ctx, const fa_node *n, const fa_value *in, 
                 cs[bb * H + j] = c0 ? c0[hi] : 0.0f;
             }
         for (int64_t step = 0; step < S; step++) {
-            /* recurrent projection, parallel over (batch, gate row) */
-#pragma omp parallel for num_threads(nt) schedule(static)
-            for (int64_t bg = 0; bg < Bt * G4; bg++) {
-                int64_t bb = bg / G4, gi = bg % G4;
-                int64_t t = backward ? sl[bb] - 1 - step : step;
-                if (step >= sl[bb]) continue;
-                const float *hr = hs + bb * H, *rr = rd + gi * H;
-                float acc = xw[(t * Bt + bb) * G4 + gi];
-#pragma omp simd reduction(+ : acc)
-                for (int64_t k = 0; k < H; k++) acc += hr[k] * rr[k];
-                gates[bg] = acc;
+            /* GRU without linear_before_reset projects rt . Ht-1 for its h gate: z and r first. */
+            rnn_recurrent_rows(hs, rd, rb, rec, Bt, H, GH, 0, kind == RK_GRU && !lbr ? 2 * H : GH, sl, step, nt);
+            if (kind == RK_GRU && !lbr) {
+                for (int64_t bh = 0; bh < Bt * H; bh++) {
+                    int64_t bb = bh / H, j = bh % H;
+                    if (step >= sl[bb]) continue;
+                    int64_t t = backward ? sl[bb] - 1 - step : step;
+                    float rt = rnn_apply(fa, rnn_clip(xw[(t * Bt + bb) * GH + H + j] + rec[bb * GH + H + j], clip));
+                    rh[bh] = rt * hs[bh];
+                }
+                rnn_recurrent_rows(rh, rd, rb, rec, Bt, H, GH, 2 * H, GH, sl, step, nt);
             }
 #pragma omp parallel for num_threads(nt) schedule(static)
             for (int64_t bh = 0; bh < Bt * H; bh++) {
                 int64_t bb = bh / H, j = bh % H;
                 if (step >= sl[bb]) continue;
                 int64_t t = backward ? sl[bb] - 1 - step : step;
-                const float *gr = gates + bb * G4;
-                float cprev = cs[bh];
-                float gi_ = gr[j] + (pd ? pd[j] * cprev : 0.0f);
-                float it = lstm_apply(fa, lstm_clip(gi_, clip));
-                float ft;
-                if (input_forget) ft = 1.0f - it;
-                else ft = lstm_apply(fa, lstm_clip(gr[2 * H + j] + (pd ? pd[2 * H + j] * cprev : 0.0f), clip));
-                float ct = lstm_apply(ga, lstm_clip(gr[3 * H + j], clip));
-                float cn = ft * cprev + it * ct;
-                float ot = lstm_apply(fa, lstm_clip(gr[H + j] + (pd ? pd[H + j] * cn : 0.0f), clip));
-                float hn = ot * lstm_apply(ha, cn);
-                cs[bh] = cn;
+                const float *gx = xw + (t * Bt + bb) * GH, *gr = rec + bb * GH;
+                float hn;
+                if (kind == RK_RNN) {
+                    hn = rnn_apply(fa, rnn_clip(gx[j] + gr[j], clip));
+                } else if (kind == RK_GRU) {
+                    float zt = rnn_apply(fa, rnn_clip(gx[j] + gr[j], clip));
+                    float hpre;
+                    if (lbr) {
+                        float rt = rnn_apply(fa, rnn_clip(gx[H + j] + gr[H + j], clip));
+                        hpre = gx[2 * H + j] + rt * gr[2 * H + j];
+                    } else {
+                        hpre = gx[2 * H + j] + gr[2 * H + j];
+                    }
+                    float ht = rnn_apply(ga, rnn_clip(hpre, clip));
+                    hn = (1.0f - zt) * ht + zt * hs[bh];
+                } else {
+                    float cprev = cs[bh];
+                    float it = rnn_apply(fa, rnn_clip(gx[j] + gr[j] + (pd ? pd[j] * cprev : 0.0f), clip));
+                    float ft;
+                    if (input_forget) ft = 1.0f - it;
+                    else ft = rnn_apply(fa, rnn_clip(gx[2 * H + j] + gr[2 * H + j] + (pd ? pd[2 * H + j] * cprev : 0.0f), clip));
+                    float ct = rnn_apply(ga, rnn_clip(gx[3 * H + j] + gr[3 * H + j], clip));
+                    float cn = ft * cprev + it * ct;
+                    float ot = rnn_apply(fa, rnn_clip(gx[H + j] + gr[H + j] + (pd ? pd[H + j] * cn : 0.0f), clip));
+                    hn = ot * rnn_apply(ha, cn);
+                    cs[bh] = cn;
+                }
+                /* every (b, j) of this step reads hs only through rec/rh, computed above, and its own hs[bh] */
                 hs[bh] = hn;
                 if (y) {
                     int64_t yi = layout ? ((bb * S + t) * dirs + d) * H + j : ((t * dirs + d) * Bt + bb) * H + j;
@@ -1607,27 +1672,30 @@ done:
         f32_out_done(ycv, yc);
     }
     free(xo), free(wo), free(ro), free(bo), free(h0o), free(c0o), free(po);
-    free(xw), free(hs), free(cs), free(gates), free(sl);
+    free(xw), free(hs), free(cs), free(rh), free(rec), free(sl);
     return st;
 }
 
-/* LSTM FLOPs = dirs * S * batch * (8*H*(I + H) + 8*H + 12*H + 6*H*[P]): input and recurrent
- * projections (FMA = 2) for the 4 gates, the two bias adds per gate, then per hidden unit
- * 4 gate activations, cell update (2 mul + 1 add), h activation and output multiply, the
- * two gate accumulations (counted 4 in all), and 3 peephole FMAs when P is given.
- * Bytes: every input read once (weights once, not per step), every output written once. */
-static void cost_lstm(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+/* FLOPs = dirs * S * batch * (2*G*H*(I + H) + 2*G*H + E*H): the input and recurrent projections
+ * (FMA = 2) of the G gates and their two bias adds, then per hidden unit E operations after the
+ * projections: RNN 1 (the activation); GRU 8 (3 activations, the reset product, 1 - z, two
+ * products and a sum); LSTM 12 (4 gate activations, the cell update's 2 mul + 1 add, h's
+ * activation and the output product, 3 more for the gate sums) + 6 when P is given (3 peephole
+ * FMAs). Bytes: every input read once (weights once, not per step), every output written once. */
+static void cost_recurrent(const fa_graph *g, const fa_node *n, fa_op_cost *out)
 {
     fa_cost_io(g, n, 0, out);
+    enum rnn_kind kind = rnn_kind_of(n);
     const fa_tensor *x = fa_graph_in(g, n, 0), *r = fa_graph_in(g, n, 2);
     if (!x || !r || x->rank != 3 || r->rank != 3 || fa_tensor_numel(x) < 0) return;
     int rev;
-    int dirs = lstm_dirs(n, &rev);
+    int dirs = rnn_dirs(n, &rev);
     if (dirs < 0) return;
     int64_t layout = node_opset(n, 14) >= 14 ? fa_node_attr_int(n, "layout", 0) : 0;
     uint64_t S = (uint64_t)(layout ? x->dims[1] : x->dims[0]), Bt = (uint64_t)(layout ? x->dims[0] : x->dims[1]);
-    uint64_t I = (uint64_t)x->dims[2], H = (uint64_t)r->dims[2];
-    uint64_t per = fa_u64_add_sat(fa_u64_mul_sat(8 * H, I + H), 8 * H + 12 * H + (fa_graph_in(g, n, 7) ? 6 * H : 0));
+    uint64_t I = (uint64_t)x->dims[2], H = (uint64_t)r->dims[2], G = (uint64_t)rnn_gates(kind);
+    uint64_t E = kind == RK_RNN ? 1 : kind == RK_GRU ? 8 : 12 + (fa_graph_in(g, n, 7) ? 6 : 0);
+    uint64_t per = fa_u64_add_sat(fa_u64_mul_sat(2 * G * H, I + H), fa_u64_mul_sat(2 * G + E, H));
     out->flops = fa_u64_mul_sat(fa_u64_mul_sat((uint64_t)dirs * S, Bt), per);
 }
 
@@ -1654,6 +1722,16 @@ static const fa_attr_spec a_lstm[] = {
     {"activation_alpha", FA_ATTR_FLOATS}, {"activation_beta", FA_ATTR_FLOATS}, {"activations", FA_ATTR_STRINGS},
     {"clip", FA_ATTR_FLOAT}, {"direction", FA_ATTR_STRING, "forward|reverse|bidirectional"},
     {"hidden_size", FA_ATTR_INT}, {"input_forget", FA_ATTR_INT, "0|1"}, {"layout", FA_ATTR_INT, "0|1"},
+    {"output_sequence", FA_ATTR_INT, "0|1", 0, 6}, {0}};
+static const fa_attr_spec a_gru[] = {
+    {"activation_alpha", FA_ATTR_FLOATS}, {"activation_beta", FA_ATTR_FLOATS}, {"activations", FA_ATTR_STRINGS},
+    {"clip", FA_ATTR_FLOAT}, {"direction", FA_ATTR_STRING, "forward|reverse|bidirectional"},
+    {"hidden_size", FA_ATTR_INT}, {"layout", FA_ATTR_INT, "0|1"}, {"linear_before_reset", FA_ATTR_INT},
+    {"output_sequence", FA_ATTR_INT, "0|1", 0, 6}, {0}};
+static const fa_attr_spec a_rnn[] = {
+    {"activation_alpha", FA_ATTR_FLOATS}, {"activation_beta", FA_ATTR_FLOATS}, {"activations", FA_ATTR_STRINGS},
+    {"clip", FA_ATTR_FLOAT}, {"direction", FA_ATTR_STRING, "forward|reverse|bidirectional"},
+    {"hidden_size", FA_ATTR_INT}, {"layout", FA_ATTR_INT, "0|1"},
     {"output_sequence", FA_ATTR_INT, "0|1", 0, 6}, {0}};
 
 const fa_op fa_ops_extra[] = {
@@ -1704,8 +1782,18 @@ const fa_op fa_ops_extra[] = {
      .attrs = a_attention, .reduce = FA_REDUCE_ATTENTION},
     {.name = "LSTM", .domain = "", .pattern = FA_PATTERN_OPAQUE,
      .min_inputs = 3, .max_inputs = 8, .min_outputs = 0, .max_outputs = 3,
-     .infer = infer_lstm, .cost = cost_lstm, .kernel = kernel_lstm,
+     .infer = infer_recurrent, .cost = cost_recurrent, .kernel = kernel_recurrent,
      .doc = "FLOPs dirs*S*batch*(8H(I+H)+20H+6H*[P]); bytes inputs+outputs once",
      .attrs = a_lstm},
+    {.name = "GRU", .domain = "", .pattern = FA_PATTERN_OPAQUE,
+     .min_inputs = 3, .max_inputs = 6, .min_outputs = 0, .max_outputs = 2,
+     .infer = infer_recurrent, .cost = cost_recurrent, .kernel = kernel_recurrent,
+     .doc = "FLOPs dirs*S*batch*(6H(I+H)+14H); bytes inputs+outputs once",
+     .attrs = a_gru},
+    {.name = "RNN", .domain = "", .pattern = FA_PATTERN_OPAQUE,
+     .min_inputs = 3, .max_inputs = 6, .min_outputs = 0, .max_outputs = 2,
+     .infer = infer_recurrent, .cost = cost_recurrent, .kernel = kernel_recurrent,
+     .doc = "FLOPs dirs*S*batch*(2H(I+H)+3H); bytes inputs+outputs once",
+     .attrs = a_rnn},
     {0},
 };

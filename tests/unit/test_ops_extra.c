@@ -868,6 +868,204 @@ static void test_lstm_wrong_w_shape_is_input_error(void **state)
     tc_free(&t);
 }
 
+/* GRU reference (ONNX Operators.md GRU, gates z, r, h) for one direction and one batch entry, in
+ * double: linear_before_reset picks where the reset gate applies; Y stays 0 past len. */
+static void ref_gru_dir(const float *X, int64_t Bt, int64_t I, int64_t H, const float *W, const float *R,
+                        const float *Bi, const float *h0, int64_t b, int64_t len, bool backward, int d, int dirs,
+                        bool lbr, double clip, double *Y, double *yh)
+{
+    double h[16], nh[16];
+    for (int64_t j = 0; j < H; j++) h[j] = h0 ? h0[(d * Bt + b) * H + j] : 0;
+    for (int64_t s = 0; s < len; s++) {
+        int64_t t = backward ? len - 1 - s : s;
+        const float *x = X + (t * Bt + b) * I;
+        double xg[3][16], hg[3][16], z[16], rr[16];
+        for (int gi = 0; gi < 3; gi++)
+            for (int64_t j = 0; j < H; j++) {
+                int64_t row = gi * H + j;
+                double ax = Bi ? Bi[row] : 0, ah = Bi ? Bi[3 * H + row] : 0;
+                for (int64_t k = 0; k < I; k++) ax += (double)x[k] * W[row * I + k];
+                for (int64_t k = 0; k < H; k++) ah += h[k] * R[row * H + k];
+                xg[gi][j] = ax, hg[gi][j] = ah;
+            }
+#define CLIP(v) (clip > 0 ? fmin(clip, fmax(-clip, (v))) : (v))
+        for (int64_t j = 0; j < H; j++) {
+            z[j] = sigm(CLIP(xg[0][j] + hg[0][j]));
+            rr[j] = sigm(CLIP(xg[1][j] + hg[1][j]));
+        }
+        for (int64_t j = 0; j < H; j++) {
+            double pre;
+            if (lbr) {
+                pre = xg[2][j] + rr[j] * hg[2][j];
+            } else { /* (r . h) Rh^T + Rbh */
+                pre = xg[2][j] + (Bi ? Bi[3 * H + 2 * H + j] : 0);
+                for (int64_t k = 0; k < H; k++) pre += rr[k] * h[k] * R[(2 * H + j) * H + k];
+            }
+            double ht = tanh(CLIP(pre));
+            nh[j] = (1 - z[j]) * ht + z[j] * h[j];
+        }
+#undef CLIP
+        for (int64_t j = 0; j < H; j++) {
+            h[j] = nh[j];
+            Y[((t * dirs + d) * Bt + b) * H + j] = h[j];
+        }
+    }
+    for (int64_t j = 0; j < H; j++) yh[(d * Bt + b) * H + j] = h[j];
+}
+
+/* Bidirectional GRU with bias, sequence_lens, initial_h and clip, both places of the reset gate:
+ * PyTorch exports linear_before_reset = 1, the ONNX node suite only 0. */
+static void test_gru_bidirectional_seqlens_both_reset_placements_match_equations(void **state)
+{
+    enum { S = 5, BT = 2, I = 3, H = 4, DIRS = 2 };
+    for (int lbr = 0; lbr < 2; lbr++) {
+        const char *ins[] = {"x", "w", "r", "b", "sl", "h0"}, *outs[] = {"y", "yh"};
+        tcase t = mk(14, "GRU", 6, ins, 2, outs);
+        fa_node_add_attr_int(t.g, t.n, "hidden_size", H);
+        fa_node_add_attr_string(t.g, t.n, "direction", "bidirectional");
+        fa_node_add_attr_int(t.g, t.n, "linear_before_reset", lbr);
+        fa_node_add_attr_float(t.g, t.n, "clip", 1.5f);
+        int64_t xd[3] = {S, BT, I}, wd[3] = {DIRS, 3 * H, I}, rd[3] = {DIRS, 3 * H, H}, bd[2] = {DIRS, 6 * H},
+                sd[1] = {BT}, hd[3] = {DIRS, BT, H};
+        shape(&t, "x", FA_DTYPE_FLOAT, 3, xd);
+        shape(&t, "w", FA_DTYPE_FLOAT, 3, wd);
+        shape(&t, "r", FA_DTYPE_FLOAT, 3, rd);
+        shape(&t, "b", FA_DTYPE_FLOAT, 2, bd);
+        shape(&t, "sl", FA_DTYPE_INT32, 1, sd);
+        shape(&t, "h0", FA_DTYPE_FLOAT, 3, hd);
+        float x[S * BT * I], w[DIRS * 3 * H * I], r[DIRS * 3 * H * H], b[DIRS * 6 * H], h0[DIRS * BT * H];
+        int32_t sl[BT] = {5, 2};
+        fill(x, S * BT * I, 61, -1.5f, 1.5f);
+        fill(w, DIRS * 3 * H * I, 62, -0.8f, 0.8f);
+        fill(r, DIRS * 3 * H * H, 63, -0.8f, 0.8f);
+        fill(b, DIRS * 6 * H, 64, -0.5f, 0.5f);
+        fill(h0, DIRS * BT * H, 65, -0.5f, 0.5f);
+        void *in[6] = {x, w, r, b, sl, h0}, *out[2];
+        assert_int_equal(run(&t, in, out, 2), FA_OK);
+        double Y[S * DIRS * BT * H], yh[DIRS * BT * H];
+        memset(Y, 0, sizeof Y);
+        for (int d = 0; d < DIRS; d++)
+            for (int64_t bb = 0; bb < BT; bb++)
+                ref_gru_dir(x, BT, I, H, w + d * 3 * H * I, r + d * 3 * H * H, b + d * 6 * H, h0, bb, sl[bb],
+                            d == 1, d, DIRS, lbr, 1.5, Y, yh);
+        expect_close(out[0], Y, S * DIRS * BT * H, lbr ? "GRU Y (linear_before_reset)" : "GRU Y");
+        expect_close(out[1], yh, DIRS * BT * H, lbr ? "GRU Y_h (linear_before_reset)" : "GRU Y_h");
+        for (int i = 0; i < 2; i++) free(out[i]);
+        tc_free(&t);
+    }
+}
+
+/* RNN, reverse, Relu activation, bias, layout 1 (batch-major X, Y and Y_h) */
+static void test_rnn_reverse_relu_layout1_matches_equations(void **state)
+{
+    enum { S = 4, BT = 2, I = 3, H = 5 };
+    const char *ins[] = {"x", "w", "r", "b"}, *outs[] = {"y", "yh"};
+    tcase t = mk(14, "RNN", 4, ins, 2, outs);
+    fa_node_add_attr_int(t.g, t.n, "hidden_size", H);
+    fa_node_add_attr_int(t.g, t.n, "layout", 1);
+    fa_node_add_attr_string(t.g, t.n, "direction", "reverse");
+    static const char *acts[1] = {"Relu"};
+    fa_attr *a = fa_node_add_attr_string(t.g, t.n, "activations", "x");
+    a->type = FA_ATTR_STRINGS;
+    a->n = 1;
+    a->strings = acts;
+    int64_t xd[3] = {BT, S, I}, wd[3] = {1, H, I}, rd[3] = {1, H, H}, bd[2] = {1, 2 * H};
+    shape(&t, "x", FA_DTYPE_FLOAT, 3, xd);
+    shape(&t, "w", FA_DTYPE_FLOAT, 3, wd);
+    shape(&t, "r", FA_DTYPE_FLOAT, 3, rd);
+    shape(&t, "b", FA_DTYPE_FLOAT, 2, bd);
+    float x[BT * S * I], w[H * I], r[H * H], b[2 * H];
+    fill(x, BT * S * I, 71, -1.f, 1.f);
+    fill(w, H * I, 72, -0.7f, 0.7f);
+    fill(r, H * H, 73, -0.5f, 0.5f);
+    fill(b, 2 * H, 74, -0.3f, 0.3f);
+    void *in[4] = {x, w, r, b}, *out[2];
+    assert_int_equal(run(&t, in, out, 2), FA_OK);
+    fa_tensor *yt = t.g->tensors[fa_graph_find_tensor(t.g, "y")];
+    assert_int_equal(yt->rank, 4);
+    assert_int_equal(yt->dims[0], BT);
+    assert_int_equal(yt->dims[1], S);
+    double Y[BT * S * H], yh[BT * H];
+    for (int bb = 0; bb < BT; bb++) {
+        double h[H] = {0}, nh[H];
+        for (int s = 0; s < S; s++) {
+            int tt = S - 1 - s;
+            for (int j = 0; j < H; j++) {
+                double acc = (double)b[j] + b[H + j];
+                for (int k = 0; k < I; k++) acc += (double)x[(bb * S + tt) * I + k] * w[j * I + k];
+                for (int k = 0; k < H; k++) acc += h[k] * r[j * H + k];
+                nh[j] = acc > 0 ? acc : 0;
+            }
+            for (int j = 0; j < H; j++) h[j] = nh[j], Y[(bb * S + tt) * H + j] = h[j];
+        }
+        for (int j = 0; j < H; j++) yh[bb * H + j] = h[j];
+    }
+    expect_close(out[0], Y, BT * S * H, "RNN Y");
+    expect_close(out[1], yh, BT * H, "RNN Y_h");
+    for (int i = 0; i < 2; i++) free(out[i]);
+    tc_free(&t);
+}
+
+static void test_gru_rnn_wrong_shapes_and_activation_counts_are_input_errors(void **state)
+{
+    {
+        const char *ins[] = {"x", "w", "r"}, *outs[] = {"y"};
+        tcase t = mk(7, "GRU", 3, ins, 1, outs);
+        fa_node_add_attr_int(t.g, t.n, "hidden_size", 4);
+        int64_t xd[3] = {2, 1, 3}, wd[3] = {1, 16, 3}, rd[3] = {1, 12, 4}; /* W has LSTM's 4 gates */
+        shape(&t, "x", FA_DTYPE_FLOAT, 3, xd);
+        shape(&t, "w", FA_DTYPE_FLOAT, 3, wd);
+        shape(&t, "r", FA_DTYPE_FLOAT, 3, rd);
+        assert_int_equal(t.n->op->infer(t.ctx, t.g, t.n), FA_ERR_INPUT);
+        assert_non_null(strstr(fa_ctx_errmsg(t.ctx), "W must be [1, 12, 3]"));
+        tc_free(&t);
+    }
+    {
+        const char *ins[] = {"x", "w", "r"}, *outs[] = {"y"};
+        tcase t = mk(7, "RNN", 3, ins, 1, outs);
+        static const char *acts[2] = {"Tanh", "Tanh"}; /* one per direction for RNN */
+        fa_attr *a = fa_node_add_attr_string(t.g, t.n, "activations", "x");
+        a->type = FA_ATTR_STRINGS;
+        a->n = 2;
+        a->strings = acts;
+        int64_t xd[3] = {2, 1, 3}, wd[3] = {1, 4, 3}, rd[3] = {1, 4, 4};
+        shape(&t, "x", FA_DTYPE_FLOAT, 3, xd);
+        shape(&t, "w", FA_DTYPE_FLOAT, 3, wd);
+        shape(&t, "r", FA_DTYPE_FLOAT, 3, rd);
+        assert_int_equal(t.n->op->infer(t.ctx, t.g, t.n), FA_ERR_INPUT);
+        assert_non_null(strstr(fa_ctx_errmsg(t.ctx), "activations has 2 entries, 1 expected"));
+        tc_free(&t);
+    }
+    {
+        /* GRU and RNN take at most six inputs: a seventh (LSTM's initial_c) is refused */
+        const fa_op *g = fa_op_find("", "GRU"), *r = fa_op_find("", "RNN");
+        assert_int_equal(g->max_inputs, 6);
+        assert_int_equal(r->max_inputs, 6);
+        assert_int_equal(g->max_outputs, 2);
+    }
+}
+
+/* FLOPs: dirs*S*batch*(2GH(I+H) + (2G+E)H) with E = 1 (RNN), 8 (GRU) */
+static void test_cost_recurrent_flops(void **state)
+{
+    const char *ops[2] = {"RNN", "GRU"};
+    const int G[2] = {1, 3}, E[2] = {1, 8};
+    for (int k = 0; k < 2; k++) {
+        const char *ins[] = {"x", "w", "r"}, *outs[] = {"y"};
+        tcase t = mk(14, ops[k], 3, ins, 1, outs);
+        fa_node_add_attr_string(t.g, t.n, "direction", "bidirectional");
+        int64_t xd[3] = {7, 2, 3}, wd[3] = {2, G[k] * 5, 3}, rd[3] = {2, G[k] * 5, 5};
+        shape(&t, "x", FA_DTYPE_FLOAT, 3, xd);
+        shape(&t, "w", FA_DTYPE_FLOAT, 3, wd);
+        shape(&t, "r", FA_DTYPE_FLOAT, 3, rd);
+        assert_int_equal(t.n->op->infer(t.ctx, t.g, t.n), FA_OK);
+        fa_op_cost c;
+        fa_node_cost(t.g, t.n, &c);
+        assert_int_equal(c.flops, 2 * 7 * 2 * (2 * G[k] * 5 * (3 + 5) + (2 * G[k] + E[k]) * 5));
+        tc_free(&t);
+    }
+}
+
 /* ---- cost formulas ---- */
 
 static void test_cost_formulas_softmax_layernorm_attention(void **state)
@@ -923,6 +1121,8 @@ static void test_registry_pattern_classes(void **state)
     assert_int_equal(fa_op_find("", "Attention")->pattern, FA_PATTERN_REDUCTION); /* over the keys */
     assert_int_equal(fa_op_find("", "Attention")->reduce, FA_REDUCE_ATTENTION);
     assert_int_equal(fa_op_find("", "LSTM")->pattern, FA_PATTERN_OPAQUE);
+    assert_int_equal(fa_op_find("", "GRU")->pattern, FA_PATTERN_OPAQUE);
+    assert_int_equal(fa_op_find("", "RNN")->pattern, FA_PATTERN_OPAQUE);
     assert_int_equal(fa_op_find("", "SwiGLU")->pattern, FA_PATTERN_BROADCAST);
 }
 
@@ -952,6 +1152,10 @@ int main(void)
         cmocka_unit_test(test_lstm_layout1_is_batch_major_transpose_of_layout0),
         cmocka_unit_test(test_lstm_custom_activations_clip_input_forget_match_equations),
         cmocka_unit_test(test_lstm_wrong_w_shape_is_input_error),
+        cmocka_unit_test(test_gru_bidirectional_seqlens_both_reset_placements_match_equations),
+        cmocka_unit_test(test_rnn_reverse_relu_layout1_matches_equations),
+        cmocka_unit_test(test_gru_rnn_wrong_shapes_and_activation_counts_are_input_errors),
+        cmocka_unit_test(test_cost_recurrent_flops),
         cmocka_unit_test(test_cost_formulas_softmax_layernorm_attention),
         cmocka_unit_test(test_registry_pattern_classes),
     };
