@@ -62,10 +62,12 @@ fa_status fa_shape_binding_parse(fa_ctx *ctx, const char *text, fa_shape_binding
 
 /* The node that writes tensor tid, or NULL (a graph input, a constant, unknown). */
 
-/* Constant folding's budget for one load (fa_graph_prepare): the floor of the bytes folds read
- * and write together (else four times the model's constants), the FLOPs one fold may do (fa_node_cost: 2^32, a
+/* Constant folding's budget for one load (fa_graph_prepare): the floor of the bytes folds write
+ * and of those they read and write together (else 4 and 16 times the model's constants), the FLOPs one fold may do (fa_node_cost: 2^32, a
  * 1600^3 MatMul, about a second on one core) and all folds together. */
 #define FA_FOLD_BYTES_FLOOR ((uint64_t)256 << 20)
+#define FA_FOLD_WRITE_FACTOR 4
+#define FA_FOLD_TOUCH_FACTOR 16
 #define FA_FOLD_FLOPS_MAX ((uint64_t)1 << 32)
 #define FA_FOLD_FLOPS_TOTAL ((uint64_t)1 << 34)
 static const fa_node *producer_of(const fa_graph *g, int tid)
@@ -434,17 +436,26 @@ fa_status fa_graph_prepare(fa_ctx *ctx, fa_graph *g, const fa_load_options *opt)
         if ((st = fa_tensor_check_size(ctx, t, what))) return st;
     }
     uint64_t max_bytes = opt->max_const_bytes ? opt->max_const_bytes : ((uint64_t)1 << 30);
-    /* The whole load's folding budget: the bytes every fold reads and writes together at most four
-     * times the model's own constants (a real model folds casts, transposes and shapes of its
-     * weights: each touches about twice their size), or FA_FOLD_BYTES_FLOOR; and FA_FOLD_FLOPS_MAX
-     * of work for one fold, FA_FOLD_FLOPS_TOTAL for all (a shape value included). A 337-byte model whose ConstantOfShape fed 8 Negs of 1 GiB each
-     * held 10.5 GB at load, a 156-byte one whose MatMul multiplied two 4096 x 4096 constants took
-     * 16 s (the sixth attack pass). A node past the budget is not folded: it runs with the model,
-     * under the executor's memory limit (--max-memory). */
-    uint64_t const_bytes = 0, folded_bytes = 0, folded_flops = 0;
+    /* The whole load's folding budget, two byte counts and two work counts: the bytes folds
+     * write (held as new constants) at most FA_FOLD_WRITE_FACTOR times the model's own constants,
+     * the bytes they read and write together (their time) at most FA_FOLD_TOUCH_FACTOR times,
+     * each with the floor FA_FOLD_BYTES_FLOOR; FA_FOLD_FLOPS_MAX of work for one fold,
+     * FA_FOLD_FLOPS_TOTAL for all (a shape value included). A 337-byte model whose
+     * ConstantOfShape fed 8 Negs of 1 GiB each held 10.5 GB at load, a 156-byte one whose MatMul
+     * multiplied two 4096 x 4096 constants took 16 s (the sixth attack pass); a real model's
+     * weight standardization (BiT: ReduceMean, Sub, Mul, ReduceMean, BatchNormalization, Reshape
+     * over each convolution's weights, the weights stored three times) touches about 11 times
+     * its weights and writes 4 times them: under one budget of four times the constants for both,
+     * five of its convolutions kept computed weights and ran 20x slower than ONNX Runtime's. A
+     * node past the budget is not folded: it runs with the model, under the executor's memory
+     * limit (--max-memory). */
+    uint64_t const_bytes = 0, written_bytes = 0, touched_bytes = 0, folded_flops = 0;
     for (int i = 0; i < g->n_tensors; i++)
         if ((g->tensors[i]->flags & FA_TENSOR_CONST) && g->tensors[i]->data) const_bytes += fa_tensor_bytes(g->tensors[i]);
-    uint64_t fold_budget = 4 * const_bytes > FA_FOLD_BYTES_FLOOR ? 4 * const_bytes : FA_FOLD_BYTES_FLOOR;
+    uint64_t write_budget = fa_u64_mul_sat(FA_FOLD_WRITE_FACTOR, const_bytes),
+             touch_budget = fa_u64_mul_sat(FA_FOLD_TOUCH_FACTOR, const_bytes);
+    if (write_budget < FA_FOLD_BYTES_FLOOR) write_budget = FA_FOLD_BYTES_FLOOR;
+    if (touch_budget < FA_FOLD_BYTES_FLOOR) touch_budget = FA_FOLD_BYTES_FLOOR;
     for (int k = 0; k < g->n_topo; k++) {
         fa_node *n = g->nodes[g->topo[k]];
         if (opt->keep_unsupported && make_opaque(ctx, g, n, &st)) {
@@ -489,11 +500,13 @@ fa_status fa_graph_prepare(fa_ctx *ctx, fa_graph *g, const fa_load_options *opt)
             /* a small shape value is folded past the byte budget (every export computes shapes from
              * constants), never past the work one: a MatMul of 2^34 FLOPs feeding a Reshape's shape
              * took 12 s a copy at load (the seventh attack pass) */
-            bool bytes_ok = folded_bytes + ob + ib <= fold_budget || (ob <= ((uint64_t)1 << 20) && feeds_a_shape(g, n));
+            bool bytes_ok = (written_bytes + ob <= write_budget && touched_bytes + ob + ib <= touch_budget) ||
+                            (ob <= ((uint64_t)1 << 20) && feeds_a_shape(g, n));
             if (work_ok && bytes_ok) {
                 st = fold_node(ctx, g, n);
                 if (st) return st;
-                folded_bytes += ob + ib;
+                written_bytes += ob;
+                touched_bytes += ob + ib;
                 folded_flops += c.flops;
             }
         }
