@@ -965,28 +965,40 @@ bool fa_einsum_as_matmul(const fa_graph *g, const fa_node *n, fa_einsum_matmul *
     for (int a = p.n_out - 1; a >= 0; a--) { sy[a] = acc; acc *= Y->dims[a]; }
     /* the M, N and K labels, each in the order of the output (K: of the first input); several
      * labels of one role are one dim where they are adjacent and contiguous in every tensor that
-     * has them ("bid,de->bie": b and i, M = b·i) */
+     * has them ("bid,de->bie": b and i, M = b·i). A label of extent 1 has no role (its stride
+     * is never used). An M or N label outside the innermost contiguous run of its role is a
+     * batch dim of its own, broadcast in the input without it (extent 1 there): Funnel's
+     * "binh,tnh->bnit" (b and i are not adjacent in the output) at batch 2. */
     int ml[ES_MAXLAB], nl[ES_MAXLAB], kl[ES_MAXLAB], nm = 0, nn = 0, nk = 0;
     for (int a = 0; a < p.n_out; a++) {
         int l = p.out_lab[a];
+        if (p.size[l] == 1) continue;
         if (posA[l] >= 0 && posB[l] < 0) ml[nm++] = l;
         else if (posA[l] < 0 && posB[l] >= 0) nl[nn++] = l;
     }
     for (int a = 0; a < p.rank[0]; a++) {
         int l = p.lab[0][a];
-        if (posB[l] >= 0 && posY[l] < 0) kl[nk++] = l;
+        if (p.size[l] != 1 && posB[l] >= 0 && posY[l] < 0) kl[nk++] = l;
     }
     for (int l = 0; l < ES_MAXLAB; l++) /* a label of one input alone, summed: the reference kernel */
-        if (p.size[l] >= 0 && posY[l] < 0 && (posA[l] < 0 || posB[l] < 0)) return false;
+        if (p.size[l] > 1 && posY[l] < 0 && (posA[l] < 0 || posB[l] < 0)) return false;
+    bool demoted[ES_MAXLAB] = {false};
+    int m0 = nm - 1, n0 = nn - 1; /* the first label of each role's innermost contiguous run */
+    while (m0 > 0 && sa[posA[ml[m0 - 1]]] == sa[posA[ml[m0]]] * p.size[ml[m0]] &&
+           sy[posY[ml[m0 - 1]]] == sy[posY[ml[m0]]] * p.size[ml[m0]])
+        m0--;
+    while (n0 > 0 && sb[posB[nl[n0 - 1]]] == sb[posB[nl[n0]]] * p.size[nl[n0]] &&
+           sy[posY[nl[n0 - 1]]] == sy[posY[nl[n0]]] * p.size[nl[n0]])
+        n0--;
+    for (int i = 0; i < m0; i++) demoted[ml[i]] = true;
+    for (int i = 0; i < n0; i++) demoted[nl[i]] = true;
     int64_t M = 1, N = 1, K = 1, smA = 1, smY = 1, snB = 1, snY = 1, skA = 1, skB = 1;
-    for (int i = 0; i < nm; i++) {
+    for (int i = m0 < 0 ? 0 : m0; i < nm; i++) {
         int l = ml[i];
-        if (i && (sa[posA[ml[i - 1]]] != sa[posA[l]] * p.size[l] || sy[posY[ml[i - 1]]] != sy[posY[l]] * p.size[l])) return false;
         M *= p.size[l], smA = sa[posA[l]], smY = sy[posY[l]];
     }
-    for (int i = 0; i < nn; i++) {
+    for (int i = n0 < 0 ? 0 : n0; i < nn; i++) {
         int l = nl[i];
-        if (i && (sb[posB[nl[i - 1]]] != sb[posB[l]] * p.size[l] || sy[posY[nl[i - 1]]] != sy[posY[l]] * p.size[l])) return false;
         N *= p.size[l], snB = sb[posB[l]], snY = sy[posY[l]];
     }
     for (int i = 0; i < nk; i++) {
@@ -994,15 +1006,21 @@ bool fa_einsum_as_matmul(const fa_graph *g, const fa_node *n, fa_einsum_matmul *
         if (i && (sa[posA[kl[i - 1]]] != sa[posA[l]] * p.size[l] || sb[posB[kl[i - 1]]] != sb[posB[l]] * p.size[l])) return false;
         K *= p.size[l], skA = sa[posA[l]], skB = sb[posB[l]];
     }
+    nm -= m0 > 0 ? m0 : 0;
+    nn -= n0 > 0 ? n0 : 0;
     int nb = 0;
     for (int a = 0; a < p.n_out; a++) {
         int l = p.out_lab[a];
-        if (posA[l] < 0 || posB[l] < 0) continue;
+        if (p.size[l] == 1) continue;
+        bool shared = posA[l] >= 0 && posB[l] >= 0;
+        if (!shared && !demoted[l]) continue;
         if (nb >= FA_MAX_RANK - 2) return false;
-        if (A->dims[posA[l]] != B->dims[posB[l]]) return false; /* no broadcast of a batch label */
-        mm->dims_a[nb] = mm->dims_b[nb] = mm->dims_y[nb] = p.size[l];
-        mm->strides_a[nb] = sa[posA[l]];
-        mm->strides_b[nb] = sb[posB[l]];
+        if (shared && A->dims[posA[l]] != B->dims[posB[l]]) return false; /* no broadcast of a batch label */
+        mm->dims_a[nb] = posA[l] >= 0 ? p.size[l] : 1;
+        mm->dims_b[nb] = posB[l] >= 0 ? p.size[l] : 1;
+        mm->dims_y[nb] = p.size[l];
+        mm->strides_a[nb] = posA[l] >= 0 ? sa[posA[l]] : 0;
+        mm->strides_b[nb] = posB[l] >= 0 ? sb[posB[l]] : 0;
         mm->strides_y[nb] = sy[posY[l]];
         nb++;
     }

@@ -366,6 +366,30 @@ static void test_einsum_products_and_permutation(void **state)
         expect_f32(fa_exec_output(r.e, 0), want, o);
         run_free(&r);
     }
+    /* Funnel's relative-position products: "binh,tnh->bnit" (b and i, both M, not adjacent in the
+     * output: b a batch dim broadcast in the second input) at batch 2 and 1 (an extent-1 label has
+     * no role), and "bind,snd->bnis" the same with the output's N label last */
+    for (int bt = 2; bt >= 1; bt--) {
+        for (int e = 0; e < 2; e++) {
+            in_spec in[] = {{"a", FA_DTYPE_FLOAT, 4, {bt, I, H, D}, q}, {"r", FA_DTYPE_FLOAT, 3, {J, H, D}, k}};
+            g_equation = e ? "bind,snd->bnis" : "binh,tnh->bnit";
+            run_ok(&r, "Einsum", 12, 2, in, 1, attrs_equation);
+            assert_string_equal(fa_exec_kernel_name(r.e, r.n), "dnnl:matmul(einsum)");
+            const int64_t da[4] = {bt, I, H, D}, dr[3] = {J, H, D};
+            int64_t o = 0;
+            for (int64_t b = 0; b < bt; b++)
+                for (int64_t h = 0; h < H; h++)
+                    for (int64_t i = 0; i < I; i++)
+                        for (int64_t t = 0; t < J; t++) {
+                            double sum = 0;
+                            for (int64_t d = 0; d < D; d++)
+                                sum += es_at(q, da, 4, (int64_t[]){b, i, h, d}) * es_at(k, dr, 3, (int64_t[]){t, h, d});
+                            want[o++] = (float)sum;
+                        }
+            expect_f32(fa_exec_output(r.e, 0), want, o);
+            run_free(&r);
+        }
+    }
     { /* a label summed in one input alone: the reference kernel, still right */
         in_spec in[] = {{"p", FA_DTYPE_FLOAT, 3, {B * H, I, J}, p}, {"v", FA_DTYPE_FLOAT, 3, {B * H, J, D}, k}};
         g_equation = "bij,bjk->bi";
