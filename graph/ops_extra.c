@@ -1489,23 +1489,100 @@ static fa_status infer_recurrent(fa_ctx *ctx, fa_graph *g, fa_node *n)
 
 static inline float rnn_clip(float v, float clip) { return clip > 0.0f ? (v > clip ? clip : (v < -clip ? -clip : v)) : v; }
 
-/* rec[b, gi] = Rb[gi] + h[b, :] . R[gi, :] for gi in [g0, g1): the recurrent projection of one
- * step, parallel over (batch, gate row). Rows of batch entries whose sequence has ended are
- * skipped. h is [Bt, H]; rec is [Bt, GH]. */
-static void rnn_recurrent_rows(const float *h, const float *rd, const float *rb, float *rec, int64_t Bt,
-                               int64_t H, int64_t GH, int64_t g0, int64_t g1, const int64_t *sl, int64_t step,
-                               int nt)
+/* The recurrent layers' two products, compiled for AVX-512F, AVX2 and the baseline and picked
+ * at load (GCC target_clones; the graph library is built for the baseline x86-64 otherwise):
+ * y_r[gi] = (bias ? bias[gi] : 0) + x_r . w[gi, :] for nr <= RNN_TILE rows x_r (K floats each)
+ * and gate rows gi in [g0, g1) of w [*, K] row-major. Each w row is read once for the nr rows
+ * (the rows stay in L1); sums in float, 16 lanes then a pairwise tree. */
+enum { RNN_TILE = 8, RNN_GATE_BLOCK = 64 };
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__)
+#define RNN_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define RNN_CLONES
+#endif
+typedef float rnn_v16 __attribute__((vector_size(64), aligned(4))); /* 16 lanes, unaligned loads */
+
+static inline float rnn_hsum(rnn_v16 v)
 {
-    int64_t rows = g1 - g0;
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t bg = 0; bg < Bt * rows; bg++) {
-        int64_t bb = bg / rows, gi = g0 + bg % rows;
-        if (step >= sl[bb]) continue;
-        const float *hr = h + bb * H, *rr = rd + gi * H;
-        float acc = rb ? rb[gi] : 0.0f;
-#pragma omp simd reduction(+ : acc)
-        for (int64_t k = 0; k < H; k++) acc += hr[k] * rr[k];
-        rec[bb * GH + gi] = acc;
+    float t[16];
+    memcpy(t, &v, sizeof t);
+    return (((t[0] + t[8]) + (t[4] + t[12])) + ((t[2] + t[10]) + (t[6] + t[14]))) +
+           (((t[1] + t[9]) + (t[5] + t[13])) + ((t[3] + t[11]) + (t[7] + t[15])));
+}
+
+/* GCC vector extensions, not `omp simd reduction`: its reduction summed a 64-lane array in
+ * scalar after every dot product, 40 % of an LSTM's time. */
+RNN_CLONES static void
+rnn_rows_dot(const float *const *x, int nr, const float *w, int64_t K, const float *bias, int64_t g0, int64_t g1,
+             float *const *y)
+{
+    int64_t K16 = K & ~(int64_t)15;
+    if (nr == RNN_TILE) {
+        for (int64_t gi = g0; gi < g1; gi++) {
+            const float *wr = w + gi * K;
+            const float *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3], *x4 = x[4], *x5 = x[5], *x6 = x[6], *x7 = x[7];
+            rnn_v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
+            for (int64_t k = 0; k < K16; k += 16) { /* eight accumulators held in registers */
+                rnn_v16 wk = *(const rnn_v16 *)(wr + k);
+                a0 += *(const rnn_v16 *)(x0 + k) * wk, a1 += *(const rnn_v16 *)(x1 + k) * wk;
+                a2 += *(const rnn_v16 *)(x2 + k) * wk, a3 += *(const rnn_v16 *)(x3 + k) * wk;
+                a4 += *(const rnn_v16 *)(x4 + k) * wk, a5 += *(const rnn_v16 *)(x5 + k) * wk;
+                a6 += *(const rnn_v16 *)(x6 + k) * wk, a7 += *(const rnn_v16 *)(x7 + k) * wk;
+            }
+            float b0 = bias ? bias[gi] : 0.0f;
+            float sum[RNN_TILE] = {rnn_hsum(a0), rnn_hsum(a1), rnn_hsum(a2), rnn_hsum(a3),
+                                   rnn_hsum(a4), rnn_hsum(a5), rnn_hsum(a6), rnn_hsum(a7)};
+            for (int r = 0; r < RNN_TILE; r++) {
+                float acc = sum[r];
+                for (int64_t k = K16; k < K; k++) acc += x[r][k] * wr[k];
+                y[r][gi] = b0 + acc;
+            }
+        }
+        return;
+    }
+    for (int r = 0; r < nr; r++) { /* four gate rows at once against one row of x */
+        const float *xr = x[r];
+        int64_t gi = g0;
+        for (; gi + 4 <= g1; gi += 4) {
+            const float *w0 = w + gi * K, *w1 = w0 + K, *w2 = w1 + K, *w3 = w2 + K;
+            rnn_v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+            for (int64_t k = 0; k < K16; k += 16) {
+                rnn_v16 xk = *(const rnn_v16 *)(xr + k);
+                a0 += *(const rnn_v16 *)(w0 + k) * xk;
+                a1 += *(const rnn_v16 *)(w1 + k) * xk;
+                a2 += *(const rnn_v16 *)(w2 + k) * xk;
+                a3 += *(const rnn_v16 *)(w3 + k) * xk;
+            }
+            float s0 = rnn_hsum(a0), s1 = rnn_hsum(a1), s2 = rnn_hsum(a2), s3 = rnn_hsum(a3);
+            for (int64_t k = K16; k < K; k++) s0 += xr[k] * w0[k], s1 += xr[k] * w1[k], s2 += xr[k] * w2[k], s3 += xr[k] * w3[k];
+            y[r][gi] = (bias ? bias[gi] : 0.0f) + s0;
+            y[r][gi + 1] = (bias ? bias[gi + 1] : 0.0f) + s1;
+            y[r][gi + 2] = (bias ? bias[gi + 2] : 0.0f) + s2;
+            y[r][gi + 3] = (bias ? bias[gi + 3] : 0.0f) + s3;
+        }
+        for (; gi < g1; gi++) {
+            const float *wr = w + gi * K;
+            rnn_v16 a0 = {0};
+            for (int64_t k = 0; k < K16; k += 16) a0 += *(const rnn_v16 *)(wr + k) * *(const rnn_v16 *)(xr + k);
+            float acc = rnn_hsum(a0);
+            for (int64_t k = K16; k < K; k++) acc += xr[k] * wr[k];
+            y[r][gi] = (bias ? bias[gi] : 0.0f) + acc;
+        }
+    }
+}
+
+/* Y rows (nrows of them, row i at yrow(i)) = X rows . W^T + bias over gate rows [g0, g1) of
+ * W [*, K]: parallel over (tile of RNN_TILE rows, block of RNN_GATE_BLOCK gate rows). rows_x and
+ * rows_y give each row's address. */
+static void rnn_project(const float *const *rows_x, float *const *rows_y, int64_t nrows, const float *w, int64_t K,
+                        const float *bias, int64_t g0, int64_t g1, int nt)
+{
+    int64_t ntile = (nrows + RNN_TILE - 1) / RNN_TILE, nblk = (g1 - g0 + RNN_GATE_BLOCK - 1) / RNN_GATE_BLOCK;
+#pragma omp parallel for num_threads(nt) schedule(static) if (ntile * nblk > 1)
+    for (int64_t tb = 0; tb < ntile * nblk; tb++) {
+        int64_t t0 = tb / nblk * RNN_TILE, gb = g0 + tb % nblk * RNN_GATE_BLOCK;
+        int nr = (int)(nrows - t0 < RNN_TILE ? nrows - t0 : RNN_TILE);
+        rnn_rows_dot(rows_x + t0, nr, w, K, bias, gb, gb + RNN_GATE_BLOCK < g1 ? gb + RNN_GATE_BLOCK : g1, rows_y + t0);
     }
 }
 
@@ -1547,7 +1624,9 @@ static fa_status kernel_recurrent(fa_ctx *ctx, const fa_node *n, const fa_value 
              *ycv = kind == RK_LSTM && n_out > 2 && out[2].data ? &out[2] : NULL;
     const float *x, *w, *r, *b = NULL, *h0 = NULL, *c0 = NULL, *p = NULL;
     float *xo = NULL, *wo = NULL, *ro = NULL, *bo = NULL, *h0o = NULL, *c0o = NULL, *po = NULL;
-    float *y = NULL, *yh = NULL, *yc = NULL, *xw = NULL, *hs = NULL, *cs = NULL, *rec = NULL, *rh = NULL;
+    float *y = NULL, *yh = NULL, *yc = NULL, *xw = NULL, *hs = NULL, *hs2 = NULL, *cs = NULL, *rec = NULL, *rh = NULL;
+    const float **xrow = NULL, **hrow = NULL, **hrow2 = NULL, **rhrow = NULL;
+    float **xwrow = NULL, **recrow = NULL;
     int64_t *sl = NULL;
     int nt = clamp_threads(threads);
     if ((st = f32_in(ctx, n, xv, &x, &xo)) || (st = f32_in(ctx, n, &in[1], &w, &wo)) ||
@@ -1562,7 +1641,14 @@ static fa_status kernel_recurrent(fa_ctx *ctx, const fa_node *n, const fa_value 
     rh = malloc(sizeof(float) * (size_t)(Bt * H + 1));
     rec = malloc(sizeof(float) * (size_t)(Bt * GH + 1));
     sl = malloc(sizeof(int64_t) * (size_t)(Bt + 1));
-    if (!xw || !hs || !cs || !rh || !rec || !sl) {
+    xrow = malloc(sizeof *xrow * (size_t)(S * Bt + 1));
+    xwrow = malloc(sizeof *xwrow * (size_t)(S * Bt + 1));
+    hrow = malloc(sizeof *hrow * (size_t)(Bt + 1));
+    hrow2 = malloc(sizeof *hrow2 * (size_t)(Bt + 1));
+    hs2 = malloc(sizeof(float) * (size_t)(Bt * H + 1));
+    rhrow = malloc(sizeof *rhrow * (size_t)(Bt + 1));
+    recrow = malloc(sizeof *recrow * (size_t)(Bt + 1));
+    if (!xw || !hs || !cs || !rh || !rec || !sl || !xrow || !xwrow || !hrow || !hrow2 || !hs2 || !rhrow || !recrow) {
         st = fa_ctx_error(ctx, FA_ERR_NOMEM, "node '%s': out of memory", n->name);
         goto done;
     }
@@ -1575,6 +1661,12 @@ static fa_status kernel_recurrent(fa_ctx *ctx, const fa_node *n, const fa_value 
         }
     }
     if (y) memset(y, 0, sizeof(float) * (size_t)(S * dirs * Bt * H));
+    for (int64_t bb = 0; bb < Bt; bb++) {
+        hrow[bb] = hs + bb * H;
+        hrow2[bb] = hs2 + bb * H;
+        rhrow[bb] = rh + bb * H;
+        recrow[bb] = rec + bb * GH;
+    }
     for (int d = 0; d < dirs; d++) {
         bool backward = rev || d == 1;
         const float *wd = w + (int64_t)d * GH * I, *rd = r + (int64_t)d * GH * H;
@@ -1582,82 +1674,105 @@ static fa_status kernel_recurrent(fa_ctx *ctx, const fa_node *n, const fa_value 
         const float *pd = p ? p + (int64_t)d * 3 * H : NULL;
         const rnn_fn *fa = &fns[per * d], *ga = &fns[per * d + (per > 1)], *ha = &fns[per * d + (per > 2) * 2];
         /* Input projection for every step at once: xw[t, b, :] = X[t, b] W^T + Wb. */
-#pragma omp parallel for num_threads(nt) schedule(static)
         for (int64_t tb = 0; tb < S * Bt; tb++) {
             int64_t t = tb / Bt, bb = tb % Bt;
-            const float *xr = layout ? x + (bb * S + t) * I : x + (t * Bt + bb) * I;
-            float *o = xw + tb * GH;
-            for (int64_t gi = 0; gi < GH; gi++) {
-                const float *wr = wd + gi * I;
-                float acc = wb ? wb[gi] : 0.0f;
-#pragma omp simd reduction(+ : acc)
-                for (int64_t k = 0; k < I; k++) acc += xr[k] * wr[k];
-                o[gi] = acc;
-            }
+            xrow[tb] = layout ? x + (bb * S + t) * I : x + (t * Bt + bb) * I;
+            xwrow[tb] = xw + tb * GH;
         }
+        rnn_project(xrow, xwrow, S * Bt, wd, I, wb, 0, GH, nt);
         for (int64_t bb = 0; bb < Bt; bb++)
             for (int64_t j = 0; j < H; j++) {
                 int64_t hi = layout ? (bb * dirs + d) * H + j : ((int64_t)d * Bt + bb) * H + j;
                 hs[bb * H + j] = h0 ? h0[hi] : 0.0f;
                 cs[bb * H + j] = c0 ? c0[hi] : 0.0f;
             }
-        for (int64_t step = 0; step < S; step++) {
-            /* GRU without linear_before_reset projects rt . Ht-1 for its h gate: z and r first. */
-            rnn_recurrent_rows(hs, rd, rb, rec, Bt, H, GH, 0, kind == RK_GRU && !lbr ? 2 * H : GH, sl, step, nt);
-            if (kind == RK_GRU && !lbr) {
-                for (int64_t bh = 0; bh < Bt * H; bh++) {
-                    int64_t bb = bh / H, j = bh % H;
-                    if (step >= sl[bb]) continue;
-                    int64_t t = backward ? sl[bb] - 1 - step : step;
-                    float rt = rnn_apply(fa, rnn_clip(xw[(t * Bt + bb) * GH + H + j] + rec[bb * GH + H + j], clip));
-                    rh[bh] = rt * hs[bh];
+        /* The steps in one parallel region: each thread owns hidden units [j0, j1) of every batch
+         * entry, computes their gates' recurrent rows from the whole Ht-1 (hcur) and writes their
+         * Ht into hnxt; one barrier a step before the two swap (a GRU without
+         * linear_before_reset one more, before its h gate reads every rt . Ht-1). Three parallel
+         * loops a step before: their fork/join and barriers cost about as much as the products. */
+        float *hbuf[2] = {hs, hs2};
+        const float **hrows[2] = {hrow, hrow2};
+        int fin = (int)(S & 1); /* the buffer holding Ht after the last step */
+#pragma omp parallel num_threads(nt)
+        {
+            int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+            int64_t j0 = H * tid / nth, j1 = H * (tid + 1) / nth;
+            for (int64_t step = 0; step < S; step++) {
+                const float *hcur = hbuf[step & 1];
+                float *hnxt = hbuf[(step + 1) & 1];
+                const float *const *hr = hrows[step & 1];
+                int ng = kind == RK_GRU && !lbr ? 2 : G;
+                for (int64_t b0 = 0; b0 < Bt && j1 > j0; b0 += RNN_TILE) {
+                    int nr = (int)(Bt - b0 < RNN_TILE ? Bt - b0 : RNN_TILE);
+                    for (int gq = 0; gq < ng; gq++)
+                        rnn_rows_dot(hr + b0, nr, rd, H, rb, gq * H + j0, gq * H + j1, recrow + b0);
                 }
-                rnn_recurrent_rows(rh, rd, rb, rec, Bt, H, GH, 2 * H, GH, sl, step, nt);
-            }
-#pragma omp parallel for num_threads(nt) schedule(static)
-            for (int64_t bh = 0; bh < Bt * H; bh++) {
-                int64_t bb = bh / H, j = bh % H;
-                if (step >= sl[bb]) continue;
-                int64_t t = backward ? sl[bb] - 1 - step : step;
-                const float *gx = xw + (t * Bt + bb) * GH, *gr = rec + bb * GH;
-                float hn;
-                if (kind == RK_RNN) {
-                    hn = rnn_apply(fa, rnn_clip(gx[j] + gr[j], clip));
-                } else if (kind == RK_GRU) {
-                    float zt = rnn_apply(fa, rnn_clip(gx[j] + gr[j], clip));
-                    float hpre;
-                    if (lbr) {
-                        float rt = rnn_apply(fa, rnn_clip(gx[H + j] + gr[H + j], clip));
-                        hpre = gx[2 * H + j] + rt * gr[2 * H + j];
-                    } else {
-                        hpre = gx[2 * H + j] + gr[2 * H + j];
+                if (kind == RK_GRU && !lbr) {
+                    for (int64_t bb = 0; bb < Bt; bb++) {
+                        if (step >= sl[bb]) continue;
+                        int64_t t = backward ? sl[bb] - 1 - step : step;
+                        for (int64_t j = j0; j < j1; j++) {
+                            float rt = rnn_apply(fa, rnn_clip(xw[(t * Bt + bb) * GH + H + j] + rec[bb * GH + H + j], clip));
+                            rh[bb * H + j] = rt * hcur[bb * H + j];
+                        }
                     }
-                    float ht = rnn_apply(ga, rnn_clip(hpre, clip));
-                    hn = (1.0f - zt) * ht + zt * hs[bh];
-                } else {
-                    float cprev = cs[bh];
-                    float it = rnn_apply(fa, rnn_clip(gx[j] + gr[j] + (pd ? pd[j] * cprev : 0.0f), clip));
-                    float ft;
-                    if (input_forget) ft = 1.0f - it;
-                    else ft = rnn_apply(fa, rnn_clip(gx[2 * H + j] + gr[2 * H + j] + (pd ? pd[2 * H + j] * cprev : 0.0f), clip));
-                    float ct = rnn_apply(ga, rnn_clip(gx[3 * H + j] + gr[3 * H + j], clip));
-                    float cn = ft * cprev + it * ct;
-                    float ot = rnn_apply(fa, rnn_clip(gx[H + j] + gr[H + j] + (pd ? pd[H + j] * cn : 0.0f), clip));
-                    hn = ot * rnn_apply(ha, cn);
-                    cs[bh] = cn;
+#pragma omp barrier
+                    for (int64_t b0 = 0; b0 < Bt && j1 > j0; b0 += RNN_TILE) {
+                        int nr = (int)(Bt - b0 < RNN_TILE ? Bt - b0 : RNN_TILE);
+                        rnn_rows_dot(rhrow + b0, nr, rd, H, rb, 2 * H + j0, 2 * H + j1, recrow + b0);
+                    }
                 }
-                /* every (b, j) of this step reads hs only through rec/rh, computed above, and its own hs[bh] */
-                hs[bh] = hn;
-                if (y) {
-                    int64_t yi = layout ? ((bb * S + t) * dirs + d) * H + j : ((t * dirs + d) * Bt + bb) * H + j;
-                    y[yi] = hn;
+                for (int64_t bb = 0; bb < Bt; bb++) {
+                    if (step >= sl[bb]) { /* the sequence has ended: its state carries */
+                        for (int64_t j = j0; j < j1; j++) hnxt[bb * H + j] = hcur[bb * H + j];
+                        continue;
+                    }
+                    int64_t t = backward ? sl[bb] - 1 - step : step;
+                    const float *gx = xw + (t * Bt + bb) * GH, *gr = rec + bb * GH;
+                    for (int64_t j = j0; j < j1; j++) {
+                        int64_t bh = bb * H + j;
+                        float hn;
+                        if (kind == RK_RNN) {
+                            hn = rnn_apply(fa, rnn_clip(gx[j] + gr[j], clip));
+                        } else if (kind == RK_GRU) {
+                            float zt = rnn_apply(fa, rnn_clip(gx[j] + gr[j], clip));
+                            float hpre;
+                            if (lbr) {
+                                float rt = rnn_apply(fa, rnn_clip(gx[H + j] + gr[H + j], clip));
+                                hpre = gx[2 * H + j] + rt * gr[2 * H + j];
+                            } else {
+                                hpre = gx[2 * H + j] + gr[2 * H + j];
+                            }
+                            float ht = rnn_apply(ga, rnn_clip(hpre, clip));
+                            hn = (1.0f - zt) * ht + zt * hcur[bh];
+                        } else {
+                            float cprev = cs[bh];
+                            float it = rnn_apply(fa, rnn_clip(gx[j] + gr[j] + (pd ? pd[j] * cprev : 0.0f), clip));
+                            float ft;
+                            if (input_forget) ft = 1.0f - it;
+                            else ft = rnn_apply(fa, rnn_clip(gx[2 * H + j] + gr[2 * H + j] + (pd ? pd[2 * H + j] * cprev : 0.0f), clip));
+                            float ct = rnn_apply(ga, rnn_clip(gx[3 * H + j] + gr[3 * H + j], clip));
+                            float cn = ft * cprev + it * ct;
+                            float ot = rnn_apply(fa, rnn_clip(gx[H + j] + gr[H + j] + (pd ? pd[H + j] * cn : 0.0f), clip));
+                            hn = ot * rnn_apply(ha, cn);
+                            cs[bh] = cn;
+                        }
+                        hnxt[bh] = hn;
+                        if (y) {
+                            int64_t yi = layout ? ((bb * S + t) * dirs + d) * H + j : ((t * dirs + d) * Bt + bb) * H + j;
+                            y[yi] = hn;
+                        }
+                    }
                 }
+#pragma omp barrier
             }
         }
+        const float *hfin = hbuf[fin];
         for (int64_t bb = 0; bb < Bt; bb++)
             for (int64_t j = 0; j < H; j++) {
                 int64_t hi = layout ? (bb * dirs + d) * H + j : ((int64_t)d * Bt + bb) * H + j;
-                if (yh) yh[hi] = hs[bb * H + j];
+                if (yh) yh[hi] = hfin[bb * H + j];
                 if (yc) yc[hi] = cs[bb * H + j];
             }
     }
@@ -1673,6 +1788,7 @@ done:
     }
     free(xo), free(wo), free(ro), free(bo), free(h0o), free(c0o), free(po);
     free(xw), free(hs), free(cs), free(rh), free(rec), free(sl);
+    free(xrow), free(xwrow), free(hrow), free(hrow2), free(hs2), free(rhrow), free(recrow);
     return st;
 }
 
