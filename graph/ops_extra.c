@@ -1384,6 +1384,23 @@ static inline float rnn_apply(const rnn_fn *f, float x)
     return x;
 }
 
+/* rnn_apply over an array in place: Sigmoid and Tanh on graph/vmath.c's vector forms where the
+ * CPU has them (sigmoid within 2e-7 relative, tanh SLEEF's u35), libm's per element otherwise and
+ * for the other activations. */
+static void rnn_apply_array(const rnn_fn *f, float *v, int64_t n)
+{
+    if (n <= 0) return;
+    if (f->kind == ACT_SIGMOID && fa_vmath_available()) {
+        fa_vsigmoidf(v, v, n);
+        return;
+    }
+    if (f->kind == ACT_TANH && fa_vmath_available()) {
+        fa_vtanhf(v, v, n);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) v[i] = rnn_apply(f, v[i]);
+}
+
 /* Parse `activations` (rnn_acts(kind) per direction, forward's first) with activation_alpha/beta
  * (consumed in order by the activations that take them; defaults per ONNX: LeakyRelu 0.01,
  * ThresholdedRelu 1.0, ScaledTanh 1/1, HardSigmoid 0.2/0.5, Elu 1.0, Affine 1/0). fns holds
@@ -1625,6 +1642,7 @@ static fa_status kernel_recurrent(fa_ctx *ctx, const fa_node *n, const fa_value 
     const float *x, *w, *r, *b = NULL, *h0 = NULL, *c0 = NULL, *p = NULL;
     float *xo = NULL, *wo = NULL, *ro = NULL, *bo = NULL, *h0o = NULL, *c0o = NULL, *po = NULL;
     float *y = NULL, *yh = NULL, *yc = NULL, *xw = NULL, *hs = NULL, *hs2 = NULL, *cs = NULL, *rec = NULL, *rh = NULL;
+    float *scr = NULL; /* four arrays of H floats a thread: the gates of its units */
     const float **xrow = NULL, **hrow = NULL, **hrow2 = NULL, **rhrow = NULL;
     float **xwrow = NULL, **recrow = NULL;
     int64_t *sl = NULL;
@@ -1646,9 +1664,10 @@ static fa_status kernel_recurrent(fa_ctx *ctx, const fa_node *n, const fa_value 
     hrow = malloc(sizeof *hrow * (size_t)(Bt + 1));
     hrow2 = malloc(sizeof *hrow2 * (size_t)(Bt + 1));
     hs2 = malloc(sizeof(float) * (size_t)(Bt * H + 1));
+    scr = malloc(sizeof(float) * (size_t)(4 * H * nt + 1));
     rhrow = malloc(sizeof *rhrow * (size_t)(Bt + 1));
     recrow = malloc(sizeof *recrow * (size_t)(Bt + 1));
-    if (!xw || !hs || !cs || !rh || !rec || !sl || !xrow || !xwrow || !hrow || !hrow2 || !hs2 || !rhrow || !recrow) {
+    if (!xw || !hs || !cs || !rh || !rec || !sl || !xrow || !xwrow || !hrow || !hrow2 || !hs2 || !scr || !rhrow || !recrow) {
         st = fa_ctx_error(ctx, FA_ERR_NOMEM, "node '%s': out of memory", n->name);
         goto done;
     }
@@ -1729,41 +1748,54 @@ static fa_status kernel_recurrent(fa_ctx *ctx, const fa_node *n, const fa_value 
                         continue;
                     }
                     int64_t t = backward ? sl[bb] - 1 - step : step;
-                    const float *gx = xw + (t * Bt + bb) * GH, *gr = rec + bb * GH;
-                    for (int64_t j = j0; j < j1; j++) {
-                        int64_t bh = bb * H + j;
-                        float hn;
-                        if (kind == RK_RNN) {
-                            hn = rnn_apply(fa, rnn_clip(gx[j] + gr[j], clip));
-                        } else if (kind == RK_GRU) {
-                            float zt = rnn_apply(fa, rnn_clip(gx[j] + gr[j], clip));
-                            float hpre;
-                            if (lbr) {
-                                float rt = rnn_apply(fa, rnn_clip(gx[H + j] + gr[H + j], clip));
-                                hpre = gx[2 * H + j] + rt * gr[2 * H + j];
-                            } else {
-                                hpre = gx[2 * H + j] + gr[2 * H + j];
-                            }
-                            float ht = rnn_apply(ga, rnn_clip(hpre, clip));
-                            hn = (1.0f - zt) * ht + zt * hcur[bh];
+                    const float *gx = xw + (t * Bt + bb) * GH + j0, *gr = rec + bb * GH + j0;
+                    const float *hc = hcur + bb * H + j0;
+                    float *hn = hnxt + bb * H + j0, *cc = cs + bb * H + j0;
+                    float *v0 = scr + (size_t)tid * 4 * (size_t)H, *v1 = v0 + H, *v2 = v1 + H, *v3 = v2 + H;
+                    int64_t nj = j1 - j0;
+                    /* each gate over the thread's units as an array: its pre-activation, clipped,
+                     * then the activation on the array (16 or 8 lanes for Sigmoid and Tanh) */
+                    if (kind == RK_RNN) {
+                        for (int64_t j = 0; j < nj; j++) v0[j] = rnn_clip(gx[j] + gr[j], clip);
+                        rnn_apply_array(fa, v0, nj);
+                        memcpy(hn, v0, sizeof(float) * (size_t)nj);
+                    } else if (kind == RK_GRU) {
+                        for (int64_t j = 0; j < nj; j++) v0[j] = rnn_clip(gx[j] + gr[j], clip); /* z */
+                        rnn_apply_array(fa, v0, nj);
+                        if (lbr) {
+                            for (int64_t j = 0; j < nj; j++) v1[j] = rnn_clip(gx[H + j] + gr[H + j], clip); /* r */
+                            rnn_apply_array(fa, v1, nj);
+                            for (int64_t j = 0; j < nj; j++) v2[j] = rnn_clip(gx[2 * H + j] + v1[j] * gr[2 * H + j], clip);
                         } else {
-                            float cprev = cs[bh];
-                            float it = rnn_apply(fa, rnn_clip(gx[j] + gr[j] + (pd ? pd[j] * cprev : 0.0f), clip));
-                            float ft;
-                            if (input_forget) ft = 1.0f - it;
-                            else ft = rnn_apply(fa, rnn_clip(gx[2 * H + j] + gr[2 * H + j] + (pd ? pd[2 * H + j] * cprev : 0.0f), clip));
-                            float ct = rnn_apply(ga, rnn_clip(gx[3 * H + j] + gr[3 * H + j], clip));
-                            float cn = ft * cprev + it * ct;
-                            float ot = rnn_apply(fa, rnn_clip(gx[H + j] + gr[H + j] + (pd ? pd[H + j] * cn : 0.0f), clip));
-                            hn = ot * rnn_apply(ha, cn);
-                            cs[bh] = cn;
+                            for (int64_t j = 0; j < nj; j++) v2[j] = rnn_clip(gx[2 * H + j] + gr[2 * H + j], clip);
                         }
-                        hnxt[bh] = hn;
-                        if (y) {
-                            int64_t yi = layout ? ((bb * S + t) * dirs + d) * H + j : ((t * dirs + d) * Bt + bb) * H + j;
-                            y[yi] = hn;
+                        rnn_apply_array(ga, v2, nj);
+                        for (int64_t j = 0; j < nj; j++) hn[j] = (1.0f - v0[j]) * v2[j] + v0[j] * hc[j];
+                    } else {
+                        const float *pi = pd ? pd + j0 : NULL, *po = pd ? pd + H + j0 : NULL, *pf = pd ? pd + 2 * H + j0 : NULL;
+                        for (int64_t j = 0; j < nj; j++) v0[j] = rnn_clip(gx[j] + gr[j] + (pi ? pi[j] * cc[j] : 0.0f), clip);
+                        rnn_apply_array(fa, v0, nj); /* i */
+                        if (input_forget) {
+                            for (int64_t j = 0; j < nj; j++) v1[j] = 1.0f - v0[j];
+                        } else {
+                            for (int64_t j = 0; j < nj; j++)
+                                v1[j] = rnn_clip(gx[2 * H + j] + gr[2 * H + j] + (pf ? pf[j] * cc[j] : 0.0f), clip);
+                            rnn_apply_array(fa, v1, nj); /* f */
                         }
+                        for (int64_t j = 0; j < nj; j++) v2[j] = rnn_clip(gx[3 * H + j] + gr[3 * H + j], clip);
+                        rnn_apply_array(ga, v2, nj); /* c */
+                        for (int64_t j = 0; j < nj; j++) cc[j] = v1[j] * cc[j] + v0[j] * v2[j];
+                        for (int64_t j = 0; j < nj; j++) v1[j] = rnn_clip(gx[H + j] + gr[H + j] + (po ? po[j] * cc[j] : 0.0f), clip);
+                        rnn_apply_array(fa, v1, nj); /* o */
+                        memcpy(v3, cc, sizeof(float) * (size_t)nj);
+                        rnn_apply_array(ha, v3, nj);
+                        for (int64_t j = 0; j < nj; j++) hn[j] = v1[j] * v3[j];
                     }
+                    if (y)
+                        for (int64_t j = 0; j < nj; j++) {
+                            int64_t yi = layout ? ((bb * S + t) * dirs + d) * H + j0 + j : ((t * dirs + d) * Bt + bb) * H + j0 + j;
+                            y[yi] = hn[j];
+                        }
                 }
 #pragma omp barrier
             }
@@ -1788,7 +1820,7 @@ done:
     }
     free(xo), free(wo), free(ro), free(bo), free(h0o), free(c0o), free(po);
     free(xw), free(hs), free(cs), free(rh), free(rec), free(sl);
-    free(xrow), free(xwrow), free(hrow), free(hrow2), free(hs2), free(rhrow), free(recrow);
+    free(xrow), free(xwrow), free(hrow), free(hrow2), free(hs2), free(scr), free(rhrow), free(recrow);
     return st;
 }
 
