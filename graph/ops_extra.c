@@ -1513,7 +1513,7 @@ static inline float rnn_clip(float v, float clip) { return clip > 0.0f ? (v > cl
  * (the rows stay in L1); sums in float, 16 lanes then a pairwise tree. */
 enum { RNN_TILE = 8, RNN_GATE_BLOCK = 64 };
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__)
-#define RNN_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#define RNN_CLONES __attribute__((target_clones("avx512f", "avx2", "default"), optimize("fp-contract=fast")))
 #else
 #define RNN_CLONES
 #endif
@@ -1559,19 +1559,28 @@ rnn_rows_dot(const float *const *x, int nr, const float *w, int64_t K, const flo
     }
     for (int r = 0; r < nr; r++) { /* four gate rows at once against one row of x */
         const float *xr = x[r];
-        int64_t gi = g0;
+        int64_t gi = g0, K32 = K & ~(int64_t)31;
         for (; gi + 4 <= g1; gi += 4) {
             const float *w0 = w + gi * K, *w1 = w0 + K, *w2 = w1 + K, *w3 = w2 + K;
-            rnn_v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-            for (int64_t k = 0; k < K16; k += 16) {
+            /* two accumulators a row (even and odd blocks of 16): eight independent sums */
+            rnn_v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
+            int64_t k = 0;
+            for (; k < K32; k += 32) {
+                rnn_v16 xk = *(const rnn_v16 *)(xr + k), xl = *(const rnn_v16 *)(xr + k + 16);
+                a0 += *(const rnn_v16 *)(w0 + k) * xk, b0 += *(const rnn_v16 *)(w0 + k + 16) * xl;
+                a1 += *(const rnn_v16 *)(w1 + k) * xk, b1 += *(const rnn_v16 *)(w1 + k + 16) * xl;
+                a2 += *(const rnn_v16 *)(w2 + k) * xk, b2 += *(const rnn_v16 *)(w2 + k + 16) * xl;
+                a3 += *(const rnn_v16 *)(w3 + k) * xk, b3 += *(const rnn_v16 *)(w3 + k + 16) * xl;
+            }
+            for (; k < K16; k += 16) {
                 rnn_v16 xk = *(const rnn_v16 *)(xr + k);
                 a0 += *(const rnn_v16 *)(w0 + k) * xk;
                 a1 += *(const rnn_v16 *)(w1 + k) * xk;
                 a2 += *(const rnn_v16 *)(w2 + k) * xk;
                 a3 += *(const rnn_v16 *)(w3 + k) * xk;
             }
-            float s0 = rnn_hsum(a0), s1 = rnn_hsum(a1), s2 = rnn_hsum(a2), s3 = rnn_hsum(a3);
-            for (int64_t k = K16; k < K; k++) s0 += xr[k] * w0[k], s1 += xr[k] * w1[k], s2 += xr[k] * w2[k], s3 += xr[k] * w3[k];
+            float s0 = rnn_hsum(a0 + b0), s1 = rnn_hsum(a1 + b1), s2 = rnn_hsum(a2 + b2), s3 = rnn_hsum(a3 + b3);
+            for (k = K16; k < K; k++) s0 += xr[k] * w0[k], s1 += xr[k] * w1[k], s2 += xr[k] * w2[k], s3 += xr[k] * w3[k];
             y[r][gi] = (bias ? bias[gi] : 0.0f) + s0;
             y[r][gi + 1] = (bias ? bias[gi + 1] : 0.0f) + s1;
             y[r][gi + 2] = (bias ? bias[gi + 2] : 0.0f) + s2;
