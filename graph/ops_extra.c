@@ -1656,6 +1656,17 @@ static fa_status kernel_recurrent(fa_ctx *ctx, const fa_node *n, const fa_value 
     float **xwrow = NULL, **recrow = NULL;
     int64_t *sl = NULL;
     int nt = clamp_threads(threads);
+    {   /* the scratch: every step's input projection and one step's gates, each within a tensor's bound */
+        int64_t n_xw, n_rec;
+        if ((st = fa_dim_mul(ctx, n, "steps x batch x gate rows", S * Bt, GH, &n_xw)) ||
+            (st = fa_dim_mul(ctx, n, "batch x gate rows", Bt, GH, &n_rec)))
+            goto done;
+        if (n_xw > FA_MAX_TENSOR_ELEMENTS || n_rec > FA_MAX_TENSOR_ELEMENTS) {
+            st = fa_node_error(ctx, n, "its input projection of %lld floats is past the largest tensor (2^48 elements)",
+                               (long long)n_xw);
+            goto done;
+        }
+    }
     if ((st = f32_in(ctx, n, xv, &x, &xo)) || (st = f32_in(ctx, n, &in[1], &w, &wo)) ||
         (st = f32_in(ctx, n, &in[2], &r, &ro)) || (st = f32_in(ctx, n, bv, &b, &bo)) ||
         (st = f32_in(ctx, n, h0v, &h0, &h0o)) || (st = f32_in(ctx, n, c0v, &c0, &c0o)) ||

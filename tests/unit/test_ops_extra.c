@@ -1045,6 +1045,25 @@ static void test_gru_rnn_wrong_shapes_and_activation_counts_are_input_errors(voi
     }
 }
 
+/* The kernel's own scratch (every step's input projection, S x batch x 3H floats) is sized by
+ * checked products before anything is read or allocated: shapes whose product overflows int64
+ * are an error naming the node, not a wrapped malloc (the values' data is never touched). */
+static void test_gru_scratch_past_int64_is_an_error_before_any_read(void **state)
+{
+    const char *ins[] = {"x", "w", "r"}, *outs[] = {"y", "yh"};
+    tcase t = mk(14, "GRU", 3, ins, 2, outs);
+    float dummy[4] = {0};
+    const int64_t big = (int64_t)1 << 24;
+    fa_value in[3] = {{.data = dummy, .dtype = FA_DTYPE_FLOAT, .rank = 3, .dims = {big, big, 1}},
+                      {.data = dummy, .dtype = FA_DTYPE_FLOAT, .rank = 3, .dims = {1, 3 * big, 1}},
+                      {.data = dummy, .dtype = FA_DTYPE_FLOAT, .rank = 3, .dims = {1, 3 * big, big}}};
+    fa_value out[2] = {{0}};
+    assert_int_equal(t.n->op->kernel(t.ctx, t.n, in, 3, out, 2, 1), FA_ERR_INPUT);
+    assert_non_null(strstr(fa_ctx_errmsg(t.ctx), "node_under_test"));
+    assert_non_null(strstr(fa_ctx_errmsg(t.ctx), "overflows int64"));
+    tc_free(&t);
+}
+
 /* FLOPs: dirs*S*batch*(2GH(I+H) + (2G+E)H) with E = 1 (RNN), 8 (GRU) */
 static void test_cost_recurrent_flops(void **state)
 {
@@ -1156,6 +1175,7 @@ int main(void)
         cmocka_unit_test(test_rnn_reverse_relu_layout1_matches_equations),
         cmocka_unit_test(test_gru_rnn_wrong_shapes_and_activation_counts_are_input_errors),
         cmocka_unit_test(test_cost_recurrent_flops),
+        cmocka_unit_test(test_gru_scratch_past_int64_is_an_error_before_any_read),
         cmocka_unit_test(test_cost_formulas_softmax_layernorm_attention),
         cmocka_unit_test(test_registry_pattern_classes),
     };
