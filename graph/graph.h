@@ -330,13 +330,20 @@ bool fa_split_contiguous(const fa_graph *g, const fa_node *n, int o, uint64_t *o
  * a term, no ellipsis, the batch labels' extents equal. Its product in canonical order — A
  * [batch..., M, K], B [batch..., K, N], Y [batch..., M, N], the batch dims in the output's order —
  * read through each tensor's own row-major strides (in elements); a missing role is an extent-1
- * dim. Attention written with einsum ("bhid,bhjd->bhij", "bhij,bhjd->bhid"; MaxViT's 44)
- * is such a product. */
+ * dim; a label of extent 1 has no role. Attention written with einsum ("bhid,bhjd->bhij",
+ * "bhij,bhjd->bhid"; MaxViT's 44) is such a product. */
 typedef struct fa_einsum_matmul {
     int rank; /* batch dims + 2, at most FA_MAX_RANK */
     int64_t dims_a[FA_MAX_RANK], strides_a[FA_MAX_RANK];
     int64_t dims_b[FA_MAX_RANK], strides_b[FA_MAX_RANK];
     int64_t dims_y[FA_MAX_RANK], strides_y[FA_MAX_RANK];
+    /* Outer loops around the product: M or N labels outside their role's innermost contiguous
+     * run (Funnel's "binh,tnh->bnit": b and i not adjacent in the output). Loop l runs
+     * outer_dims[l] times, advancing A, B and Y by outer_sa/outer_sb/outer_sy[l] elements (0 in
+     * the input without the label). oneDNN 2.6 ran such a label as a broadcast batch dim on its
+     * reference matmul ("ref:any"): 80 ms for one of Funnel's einsums at batch 8. */
+    int outer_rank;
+    int64_t outer_dims[FA_MAX_RANK], outer_sa[FA_MAX_RANK], outer_sb[FA_MAX_RANK], outer_sy[FA_MAX_RANK];
 } fa_einsum_matmul;
 bool fa_einsum_as_matmul(const fa_graph *g, const fa_node *n, fa_einsum_matmul *mm);
 /* Whether n is a Pad (default domain) whose constant pads are all zero, in any mode: its output is

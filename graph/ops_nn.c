@@ -966,9 +966,9 @@ bool fa_einsum_as_matmul(const fa_graph *g, const fa_node *n, fa_einsum_matmul *
     /* the M, N and K labels, each in the order of the output (K: of the first input); several
      * labels of one role are one dim where they are adjacent and contiguous in every tensor that
      * has them ("bid,de->bie": b and i, M = b·i). A label of extent 1 has no role (its stride
-     * is never used). An M or N label outside the innermost contiguous run of its role is a
-     * batch dim of its own, broadcast in the input without it (extent 1 there): Funnel's
-     * "binh,tnh->bnit" (b and i are not adjacent in the output) at batch 2. */
+     * is never used). An M or N label outside the innermost contiguous run of its role is an
+     * outer loop around the product (fa_einsum_matmul.outer_*): Funnel's "binh,tnh->bnit" (b and
+     * i are not adjacent in the output) at batch 2. */
     int ml[ES_MAXLAB], nl[ES_MAXLAB], kl[ES_MAXLAB], nm = 0, nn = 0, nk = 0;
     for (int a = 0; a < p.n_out; a++) {
         int l = p.out_lab[a];
@@ -1012,15 +1012,20 @@ bool fa_einsum_as_matmul(const fa_graph *g, const fa_node *n, fa_einsum_matmul *
     for (int a = 0; a < p.n_out; a++) {
         int l = p.out_lab[a];
         if (p.size[l] == 1) continue;
-        bool shared = posA[l] >= 0 && posB[l] >= 0;
-        if (!shared && !demoted[l]) continue;
+        if (demoted[l]) { /* an outer loop: the input without the label is read again */
+            int o = mm->outer_rank++;
+            mm->outer_dims[o] = p.size[l];
+            mm->outer_sa[o] = posA[l] >= 0 ? sa[posA[l]] : 0;
+            mm->outer_sb[o] = posB[l] >= 0 ? sb[posB[l]] : 0;
+            mm->outer_sy[o] = sy[posY[l]];
+            continue;
+        }
+        if (posA[l] < 0 || posB[l] < 0) continue;
         if (nb >= FA_MAX_RANK - 2) return false;
-        if (shared && A->dims[posA[l]] != B->dims[posB[l]]) return false; /* no broadcast of a batch label */
-        mm->dims_a[nb] = posA[l] >= 0 ? p.size[l] : 1;
-        mm->dims_b[nb] = posB[l] >= 0 ? p.size[l] : 1;
-        mm->dims_y[nb] = p.size[l];
-        mm->strides_a[nb] = posA[l] >= 0 ? sa[posA[l]] : 0;
-        mm->strides_b[nb] = posB[l] >= 0 ? sb[posB[l]] : 0;
+        if (A->dims[posA[l]] != B->dims[posB[l]]) return false; /* no broadcast of a batch label */
+        mm->dims_a[nb] = mm->dims_b[nb] = mm->dims_y[nb] = p.size[l];
+        mm->strides_a[nb] = sa[posA[l]];
+        mm->strides_b[nb] = sb[posB[l]];
         mm->strides_y[nb] = sy[posY[l]];
         nb++;
     }

@@ -49,6 +49,10 @@ typedef struct ops_state {
     dnnl_memory_t user_src, user_dst, blk_src, blk_dst; /* blk_* point into owned args */
     char impl[96];
     char name[64];
+    /* outer loops around the primitive (an Einsum's fa_einsum_matmul.outer_*): the node's input
+     * 0, input 1 and output 0 advanced by outer_str[0..2][l] floats for each index of loop l */
+    int outer_rank;
+    int64_t outer_dims[FA_MAX_RANK], outer_str[3][FA_MAX_RANK];
 } ops_state;
 
 static void ops_state_destroy(fa_kernel *k)
@@ -77,6 +81,27 @@ static fa_status ops_run(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_v
     (void)n, (void)n_in, (void)n_out, (void)threads; /* oneDNN uses the OpenMP thread count the executor set */
     ops_state *s = k->state;
     dnnl_exec_arg_t *a = s->xargs;
+    if (s->outer_rank > 0) { /* the primitive once per outer index, its operands at their offsets */
+        int64_t total = 1, ix[FA_MAX_RANK] = {0};
+        for (int l = 0; l < s->outer_rank; l++) total *= s->outer_dims[l];
+        for (int64_t it = 0; it < total; it++) {
+            int64_t off[3] = {0, 0, 0};
+            for (int l = 0; l < s->outer_rank; l++)
+                for (int t = 0; t < 3; t++) off[t] += ix[l] * s->outer_str[t][l];
+            for (int i = 0; i < s->n_args; i++) {
+                ops_arg *p = &s->args[i];
+                if (p->kind == BIND_INPUT)
+                    DNNL_CHECK(ctx, dnnl_memory_set_data_handle(p->mem, (float *)in[p->index].data + off[p->index ? 1 : 0]));
+                else if (p->kind == BIND_OUTPUT)
+                    DNNL_CHECK(ctx, dnnl_memory_set_data_handle(p->mem, (float *)out[p->index].data + off[2]));
+                a[i] = (dnnl_exec_arg_t){p->arg, p->mem};
+            }
+            DNNL_CHECK(ctx, dnnl_primitive_execute(s->prim, s->strm, s->n_args, a));
+            for (int l = s->outer_rank - 1; l >= 0 && ++ix[l] == s->outer_dims[l]; l--) ix[l] = 0;
+        }
+        DNNL_CHECK(ctx, dnnl_stream_wait(s->strm));
+        return FA_OK;
+    }
     for (int i = 0; i < s->n_args; i++) {
         ops_arg *p = &s->args[i];
         if (p->kind == BIND_INPUT) DNNL_CHECK(ctx, dnnl_memory_set_data_handle(p->mem, in[p->index].data));
@@ -474,6 +499,11 @@ static fa_status create_einsum(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
         add_arg(ctx, s, DNNL_ARG_WEIGHTS, &bmd, BIND_INPUT, 1, NULL, NULL) ||
         add_arg(ctx, s, DNNL_ARG_DST, &ymd, BIND_OUTPUT, 0, NULL, NULL))
         goto fail;
+    s->outer_rank = mm.outer_rank;
+    for (int l = 0; l < mm.outer_rank; l++) {
+        s->outer_dims[l] = mm.outer_dims[l];
+        s->outer_str[0][l] = mm.outer_sa[l], s->outer_str[1][l] = mm.outer_sb[l], s->outer_str[2][l] = mm.outer_sy[l];
+    }
     return commit_prim(ctx, s, pd, "dnnl:matmul(einsum)", handled);
 fail:
     if (pd) dnnl_primitive_desc_destroy(pd);
