@@ -680,7 +680,7 @@ static void ref_lstm_dir(const float *X, int64_t S, int64_t Bt, int64_t I, int64
                          const float *R, const float *Bi, const float *P, const float *h0, const float *c0,
                          int64_t b, int64_t len, bool backward, int d, int dirs, double *Y, double *yh, double *yc)
 {
-    double h[16], c[16], nh[16];
+    double h[64], c[64], nh[64];
     for (int64_t j = 0; j < H; j++) {
         h[j] = h0 ? h0[(d * Bt + b) * H + j] : 0;
         c[j] = c0 ? c0[(d * Bt + b) * H + j] : 0;
@@ -688,7 +688,7 @@ static void ref_lstm_dir(const float *X, int64_t S, int64_t Bt, int64_t I, int64
     for (int64_t s = 0; s < len; s++) {
         int64_t t = backward ? len - 1 - s : s;
         const float *x = X + (t * Bt + b) * I;
-        double gate[4][16];
+        double gate[4][64];
         for (int gi = 0; gi < 4; gi++)
             for (int64_t j = 0; j < H; j++) {
                 int64_t row = gi * H + j;
@@ -874,12 +874,12 @@ static void ref_gru_dir(const float *X, int64_t Bt, int64_t I, int64_t H, const 
                         const float *Bi, const float *h0, int64_t b, int64_t len, bool backward, int d, int dirs,
                         bool lbr, double clip, double *Y, double *yh)
 {
-    double h[16], nh[16];
+    double h[64], nh[64];
     for (int64_t j = 0; j < H; j++) h[j] = h0 ? h0[(d * Bt + b) * H + j] : 0;
     for (int64_t s = 0; s < len; s++) {
         int64_t t = backward ? len - 1 - s : s;
         const float *x = X + (t * Bt + b) * I;
-        double xg[3][16], hg[3][16], z[16], rr[16];
+        double xg[3][64], hg[3][64], z[64], rr[64];
         for (int gi = 0; gi < 3; gi++)
             for (int64_t j = 0; j < H; j++) {
                 int64_t row = gi * H + j;
@@ -952,6 +952,66 @@ static void test_gru_bidirectional_seqlens_both_reset_placements_match_equations
         expect_close(out[1], yh, DIRS * BT * H, lbr ? "GRU Y_h (linear_before_reset)" : "GRU Y_h");
         for (int i = 0; i < 2; i++) free(out[i]);
         tc_free(&t);
+    }
+}
+
+/* The packed products (rnn_pack, rnn_rows_axpy: 16 or more rows of input projection, a batch
+ * of 4 or more in the recurrence) on a width that is not a multiple of 16 (H 20: 60 or 80 gate
+ * rows, each thread's range starting mid-block): GRU both ways and LSTM with peepholes, batch 8,
+ * against the same double-precision references. */
+static void test_recurrent_batched_packed_paths_match_equations(void **state)
+{
+    enum { S = 6, BTMAX = 8, I = 35, H = 20, DIRS = 2 };
+    for (int BT = BTMAX; BT >= 5; BT -= 3) { /* 8: eight-row tiles throughout; 5: 30 projection rows, a tail tile of 6 */
+    static float x[S * BTMAX * I], w[DIRS * 4 * H * I], r[DIRS * 4 * H * H], b[DIRS * 8 * H], h0[DIRS * BTMAX * H],
+        c0[DIRS * BTMAX * H], p[DIRS * 3 * H];
+    int32_t sl[BTMAX] = {6, 4, 6, 1, 6, 5, 6, 6};
+    fill(x, S * BT * I, 81, -1.f, 1.f);
+    fill(w, DIRS * 4 * H * I, 82, -0.3f, 0.3f);
+    fill(r, DIRS * 4 * H * H, 83, -0.3f, 0.3f);
+    fill(b, DIRS * 8 * H, 84, -0.2f, 0.2f);
+    fill(h0, DIRS * BT * H, 85, -0.3f, 0.3f);
+    fill(c0, DIRS * BT * H, 86, -0.3f, 0.3f);
+    fill(p, DIRS * 3 * H, 87, -0.2f, 0.2f);
+    static double Y[S * DIRS * BTMAX * H], yh[DIRS * BTMAX * H], yc[DIRS * BTMAX * H];
+    for (int kind = 0; kind < 3; kind++) { /* GRU lbr 0, GRU lbr 1, LSTM */
+        int G = kind == 2 ? 4 : 3;
+        const char *ins[] = {"x", "w", "r", "b", "sl", "h0", "c0", "p"}, *outs[] = {"y", "yh", "yc"};
+        int nin = kind == 2 ? 8 : 6, nout = kind == 2 ? 3 : 2;
+        tcase t = mk(14, kind == 2 ? "LSTM" : "GRU", nin, ins, nout, outs);
+        fa_node_add_attr_int(t.g, t.n, "hidden_size", H);
+        fa_node_add_attr_string(t.g, t.n, "direction", "bidirectional");
+        if (kind < 2) fa_node_add_attr_int(t.g, t.n, "linear_before_reset", kind);
+        int64_t xd[3] = {S, BT, I}, wd[3] = {DIRS, G * H, I}, rd[3] = {DIRS, G * H, H}, bd[2] = {DIRS, 2 * G * H},
+                sd[1] = {BT}, hd[3] = {DIRS, BT, H}, pd[2] = {DIRS, 3 * H};
+        shape(&t, "x", FA_DTYPE_FLOAT, 3, xd);
+        shape(&t, "w", FA_DTYPE_FLOAT, 3, wd);
+        shape(&t, "r", FA_DTYPE_FLOAT, 3, rd);
+        shape(&t, "b", FA_DTYPE_FLOAT, 2, bd);
+        shape(&t, "sl", FA_DTYPE_INT32, 1, sd);
+        shape(&t, "h0", FA_DTYPE_FLOAT, 3, hd);
+        if (kind == 2) {
+            shape(&t, "c0", FA_DTYPE_FLOAT, 3, hd);
+            shape(&t, "p", FA_DTYPE_FLOAT, 2, pd);
+        }
+        void *in[8] = {x, w, r, b, sl, h0, c0, p}, *out[3];
+        assert_int_equal(run(&t, in, out, 2), FA_OK);
+        memset(Y, 0, sizeof Y);
+        for (int d = 0; d < DIRS; d++)
+            for (int64_t bb = 0; bb < BT; bb++) {
+                if (kind == 2)
+                    ref_lstm_dir(x, S, BT, I, H, w + d * 4 * H * I, r + d * 4 * H * H, b + d * 8 * H, p + d * 3 * H,
+                                 h0, c0, bb, sl[bb], d == 1, d, DIRS, Y, yh, yc);
+                else
+                    ref_gru_dir(x, BT, I, H, w + d * 3 * H * I, r + d * 3 * H * H, b + d * 6 * H, h0, bb, sl[bb],
+                                d == 1, d, DIRS, kind == 1, 0.0, Y, yh);
+            }
+        expect_close(out[0], Y, S * DIRS * BT * H, kind == 2 ? "LSTM Y (packed)" : "GRU Y (packed)");
+        expect_close(out[1], yh, DIRS * BT * H, kind == 2 ? "LSTM Y_h (packed)" : "GRU Y_h (packed)");
+        if (kind == 2) expect_close(out[2], yc, DIRS * BT * H, "LSTM Y_c (packed)");
+        for (int i = 0; i < nout; i++) free(out[i]);
+        tc_free(&t);
+    }
     }
 }
 
@@ -1172,6 +1232,7 @@ int main(void)
         cmocka_unit_test(test_lstm_custom_activations_clip_input_forget_match_equations),
         cmocka_unit_test(test_lstm_wrong_w_shape_is_input_error),
         cmocka_unit_test(test_gru_bidirectional_seqlens_both_reset_placements_match_equations),
+        cmocka_unit_test(test_recurrent_batched_packed_paths_match_equations),
         cmocka_unit_test(test_rnn_reverse_relu_layout1_matches_equations),
         cmocka_unit_test(test_gru_rnn_wrong_shapes_and_activation_counts_are_input_errors),
         cmocka_unit_test(test_cost_recurrent_flops),
