@@ -675,6 +675,14 @@ static void test_attention_heads_not_dividing_is_input_error(void **state)
 
 static double sigm(double x) { return 1.0 / (1.0 + exp(-x)); }
 
+/* The recurrent ops' three required inputs, float: X, W, R with these dims. */
+static void shape_xwr(tcase *t, const int64_t *xd, const int64_t *wd, const int64_t *rd)
+{
+    shape(t, "x", FA_DTYPE_FLOAT, 3, xd);
+    shape(t, "w", FA_DTYPE_FLOAT, 3, wd);
+    shape(t, "r", FA_DTYPE_FLOAT, 3, rd);
+}
+
 /* Direct ONNX LSTM equations for one direction over one batch row, layout 0 tensors. */
 static void ref_lstm_dir(const float *X, int64_t S, int64_t Bt, int64_t I, int64_t H, const float *W,
                          const float *R, const float *Bi, const float *P, const float *h0, const float *c0,
@@ -726,9 +734,7 @@ static void test_lstm_bidirectional_peephole_seqlens_match_equations(void **stat
     fa_node_add_attr_string(t.g, t.n, "direction", "bidirectional");
     int64_t xd[3] = {S, BT, I}, wd[3] = {DIRS, 4 * H, I}, rd[3] = {DIRS, 4 * H, H}, bd[2] = {DIRS, 8 * H},
             sd[1] = {BT}, hd[3] = {DIRS, BT, H}, pd[2] = {DIRS, 3 * H};
-    shape(&t, "x", FA_DTYPE_FLOAT, 3, xd);
-    shape(&t, "w", FA_DTYPE_FLOAT, 3, wd);
-    shape(&t, "r", FA_DTYPE_FLOAT, 3, rd);
+    shape_xwr(&t, xd, wd, rd);
     shape(&t, "b", FA_DTYPE_FLOAT, 2, bd);
     shape(&t, "sl", FA_DTYPE_INT32, 1, sd);
     shape(&t, "h0", FA_DTYPE_FLOAT, 3, hd);
@@ -776,9 +782,7 @@ static void test_lstm_layout1_is_batch_major_transpose_of_layout0(void **state)
         fa_node_add_attr_int(t.g, t.n, "hidden_size", H);
         fa_node_add_attr_int(t.g, t.n, "layout", layout);
         int64_t xd[3] = {layout ? BT : S, layout ? S : BT, I}, wd[3] = {1, 4 * H, I}, rd[3] = {1, 4 * H, H};
-        shape(&t, "x", FA_DTYPE_FLOAT, 3, xd);
-        shape(&t, "w", FA_DTYPE_FLOAT, 3, wd);
-        shape(&t, "r", FA_DTYPE_FLOAT, 3, rd);
+        shape_xwr(&t, xd, wd, rd);
         void *in[3] = {layout ? x1 : x0, w, r};
         assert_int_equal(run(&t, in, layout ? o1 : o0, 1), FA_OK);
         fa_tensor *y = t.g->tensors[fa_graph_find_tensor(t.g, "y")];
@@ -818,9 +822,7 @@ static void test_lstm_custom_activations_clip_input_forget_match_equations(void 
     fa_node_add_attr_floats(t.g, t.n, "activation_alpha", al, 2);
     fa_node_add_attr_floats(t.g, t.n, "activation_beta", be, 2);
     int64_t xd[3] = {S, 1, I}, wd[3] = {1, 4 * H, I}, rd[3] = {1, 4 * H, H};
-    shape(&t, "x", FA_DTYPE_FLOAT, 3, xd);
-    shape(&t, "w", FA_DTYPE_FLOAT, 3, wd);
-    shape(&t, "r", FA_DTYPE_FLOAT, 3, rd);
+    shape_xwr(&t, xd, wd, rd);
     float x[S * I], w[4 * H * I], r[4 * H * H];
     fill(x, S * I, 91, -2.f, 2.f);
     fill(w, 4 * H * I, 92, -1.f, 1.f);
@@ -860,9 +862,7 @@ static void test_lstm_wrong_w_shape_is_input_error(void **state)
     tcase t = mk(7, "LSTM", 3, ins, 1, outs);
     fa_node_add_attr_int(t.g, t.n, "hidden_size", 4);
     int64_t xd[3] = {2, 1, 3}, wd[3] = {1, 12, 3}, rd[3] = {1, 16, 4};
-    shape(&t, "x", FA_DTYPE_FLOAT, 3, xd);
-    shape(&t, "w", FA_DTYPE_FLOAT, 3, wd);
-    shape(&t, "r", FA_DTYPE_FLOAT, 3, rd);
+    shape_xwr(&t, xd, wd, rd);
     assert_int_equal(t.n->op->infer(t.ctx, t.g, t.n), FA_ERR_INPUT);
     assert_non_null(strstr(fa_ctx_errmsg(t.ctx), "node_under_test"));
     tc_free(&t);
@@ -927,9 +927,7 @@ static void test_gru_bidirectional_seqlens_both_reset_placements_match_equations
         fa_node_add_attr_float(t.g, t.n, "clip", 1.5f);
         int64_t xd[3] = {S, BT, I}, wd[3] = {DIRS, 3 * H, I}, rd[3] = {DIRS, 3 * H, H}, bd[2] = {DIRS, 6 * H},
                 sd[1] = {BT}, hd[3] = {DIRS, BT, H};
-        shape(&t, "x", FA_DTYPE_FLOAT, 3, xd);
-        shape(&t, "w", FA_DTYPE_FLOAT, 3, wd);
-        shape(&t, "r", FA_DTYPE_FLOAT, 3, rd);
+        shape_xwr(&t, xd, wd, rd);
         shape(&t, "b", FA_DTYPE_FLOAT, 2, bd);
         shape(&t, "sl", FA_DTYPE_INT32, 1, sd);
         shape(&t, "h0", FA_DTYPE_FLOAT, 3, hd);
@@ -984,9 +982,7 @@ static void test_recurrent_batched_packed_paths_match_equations(void **state)
         if (kind < 2) fa_node_add_attr_int(t.g, t.n, "linear_before_reset", kind);
         int64_t xd[3] = {S, BT, I}, wd[3] = {DIRS, G * H, I}, rd[3] = {DIRS, G * H, H}, bd[2] = {DIRS, 2 * G * H},
                 sd[1] = {BT}, hd[3] = {DIRS, BT, H}, pd[2] = {DIRS, 3 * H};
-        shape(&t, "x", FA_DTYPE_FLOAT, 3, xd);
-        shape(&t, "w", FA_DTYPE_FLOAT, 3, wd);
-        shape(&t, "r", FA_DTYPE_FLOAT, 3, rd);
+        shape_xwr(&t, xd, wd, rd);
         shape(&t, "b", FA_DTYPE_FLOAT, 2, bd);
         shape(&t, "sl", FA_DTYPE_INT32, 1, sd);
         shape(&t, "h0", FA_DTYPE_FLOAT, 3, hd);
@@ -1030,9 +1026,7 @@ static void test_rnn_reverse_relu_layout1_matches_equations(void **state)
     a->n = 1;
     a->strings = acts;
     int64_t xd[3] = {BT, S, I}, wd[3] = {1, H, I}, rd[3] = {1, H, H}, bd[2] = {1, 2 * H};
-    shape(&t, "x", FA_DTYPE_FLOAT, 3, xd);
-    shape(&t, "w", FA_DTYPE_FLOAT, 3, wd);
-    shape(&t, "r", FA_DTYPE_FLOAT, 3, rd);
+    shape_xwr(&t, xd, wd, rd);
     shape(&t, "b", FA_DTYPE_FLOAT, 2, bd);
     float x[BT * S * I], w[H * I], r[H * H], b[2 * H];
     fill(x, BT * S * I, 71, -1.f, 1.f);
@@ -1073,9 +1067,7 @@ static void test_gru_rnn_wrong_shapes_and_activation_counts_are_input_errors(voi
         tcase t = mk(7, "GRU", 3, ins, 1, outs);
         fa_node_add_attr_int(t.g, t.n, "hidden_size", 4);
         int64_t xd[3] = {2, 1, 3}, wd[3] = {1, 16, 3}, rd[3] = {1, 12, 4}; /* W has LSTM's 4 gates */
-        shape(&t, "x", FA_DTYPE_FLOAT, 3, xd);
-        shape(&t, "w", FA_DTYPE_FLOAT, 3, wd);
-        shape(&t, "r", FA_DTYPE_FLOAT, 3, rd);
+        shape_xwr(&t, xd, wd, rd);
         assert_int_equal(t.n->op->infer(t.ctx, t.g, t.n), FA_ERR_INPUT);
         assert_non_null(strstr(fa_ctx_errmsg(t.ctx), "W must be [1, 12, 3]"));
         tc_free(&t);
@@ -1089,9 +1081,7 @@ static void test_gru_rnn_wrong_shapes_and_activation_counts_are_input_errors(voi
         a->n = 2;
         a->strings = acts;
         int64_t xd[3] = {2, 1, 3}, wd[3] = {1, 4, 3}, rd[3] = {1, 4, 4};
-        shape(&t, "x", FA_DTYPE_FLOAT, 3, xd);
-        shape(&t, "w", FA_DTYPE_FLOAT, 3, wd);
-        shape(&t, "r", FA_DTYPE_FLOAT, 3, rd);
+        shape_xwr(&t, xd, wd, rd);
         assert_int_equal(t.n->op->infer(t.ctx, t.g, t.n), FA_ERR_INPUT);
         assert_non_null(strstr(fa_ctx_errmsg(t.ctx), "activations has 2 entries, 1 expected"));
         tc_free(&t);
@@ -1134,9 +1124,7 @@ static void test_cost_recurrent_flops(void **state)
         tcase t = mk(14, ops[k], 3, ins, 1, outs);
         fa_node_add_attr_string(t.g, t.n, "direction", "bidirectional");
         int64_t xd[3] = {7, 2, 3}, wd[3] = {2, G[k] * 5, 3}, rd[3] = {2, G[k] * 5, 5};
-        shape(&t, "x", FA_DTYPE_FLOAT, 3, xd);
-        shape(&t, "w", FA_DTYPE_FLOAT, 3, wd);
-        shape(&t, "r", FA_DTYPE_FLOAT, 3, rd);
+        shape_xwr(&t, xd, wd, rd);
         assert_int_equal(t.n->op->infer(t.ctx, t.g, t.n), FA_OK);
         fa_op_cost c;
         fa_node_cost(t.g, t.n, &c);
