@@ -75,12 +75,30 @@ static void ops_state_destroy(fa_kernel *k)
     k->state = NULL;
 }
 
+/* Point each bound argument of s at its tensor's data, advanced by off[0] (input 0), off[1]
+ * (input 1) or off[2] (output 0) floats (all 0 but for an Einsum's outer loops), into s->xargs. */
+static fa_status bind_args(fa_ctx *ctx, ops_state *s, const fa_value *in, fa_value *out, const int64_t off[3])
+{
+    for (int i = 0; i < s->n_args; i++) {
+        ops_arg *p = &s->args[i];
+        if (p->kind == BIND_INPUT)
+            DNNL_CHECK(ctx, dnnl_memory_set_data_handle(p->mem, (char *)in[p->index].data +
+                                                                    off[p->index ? 1 : 0] * (int64_t)sizeof(float)));
+        else if (p->kind == BIND_OUTPUT)
+            DNNL_CHECK(ctx, dnnl_memory_set_data_handle(p->mem, (char *)out[p->index].data + off[2] * (int64_t)sizeof(float)));
+        s->xargs[i] = (dnnl_exec_arg_t){p->arg, p->mem};
+    }
+    return FA_OK;
+fail:
+    return FA_ERR_RUNTIME;
+}
+
 static fa_status ops_run(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_value *in, int n_in,
                          fa_value *out, int n_out, int threads)
 {
     (void)n, (void)n_in, (void)n_out, (void)threads; /* oneDNN uses the OpenMP thread count the executor set */
     ops_state *s = k->state;
-    dnnl_exec_arg_t *a = s->xargs;
+    const int64_t zero[3] = {0, 0, 0};
     if (s->outer_rank > 0) { /* the primitive once per outer index, its operands at their offsets */
         int64_t total = 1, ix[FA_MAX_RANK] = {0};
         for (int l = 0; l < s->outer_rank; l++) total *= s->outer_dims[l];
@@ -88,32 +106,20 @@ static fa_status ops_run(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_v
             int64_t off[3] = {0, 0, 0};
             for (int l = 0; l < s->outer_rank; l++)
                 for (int t = 0; t < 3; t++) off[t] += ix[l] * s->outer_str[t][l];
-            for (int i = 0; i < s->n_args; i++) {
-                ops_arg *p = &s->args[i];
-                if (p->kind == BIND_INPUT)
-                    DNNL_CHECK(ctx, dnnl_memory_set_data_handle(p->mem, (float *)in[p->index].data + off[p->index ? 1 : 0]));
-                else if (p->kind == BIND_OUTPUT)
-                    DNNL_CHECK(ctx, dnnl_memory_set_data_handle(p->mem, (float *)out[p->index].data + off[2]));
-                a[i] = (dnnl_exec_arg_t){p->arg, p->mem};
-            }
-            DNNL_CHECK(ctx, dnnl_primitive_execute(s->prim, s->strm, s->n_args, a));
+            if (bind_args(ctx, s, in, out, off)) return FA_ERR_RUNTIME;
+            DNNL_CHECK(ctx, dnnl_primitive_execute(s->prim, s->strm, s->n_args, s->xargs));
             for (int l = s->outer_rank - 1; l >= 0 && ++ix[l] == s->outer_dims[l]; l--) ix[l] = 0;
         }
         DNNL_CHECK(ctx, dnnl_stream_wait(s->strm));
         return FA_OK;
     }
-    for (int i = 0; i < s->n_args; i++) {
-        ops_arg *p = &s->args[i];
-        if (p->kind == BIND_INPUT) DNNL_CHECK(ctx, dnnl_memory_set_data_handle(p->mem, in[p->index].data));
-        else if (p->kind == BIND_OUTPUT) DNNL_CHECK(ctx, dnnl_memory_set_data_handle(p->mem, out[p->index].data));
-        a[i] = (dnnl_exec_arg_t){p->arg, p->mem};
-    }
+    if (bind_args(ctx, s, in, out, zero)) return FA_ERR_RUNTIME;
     if (s->reorder_in) {
         DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->user_src, in[0].data));
         dnnl_exec_arg_t r[2] = {{DNNL_ARG_FROM, s->user_src}, {DNNL_ARG_TO, s->blk_src}};
         DNNL_CHECK(ctx, dnnl_primitive_execute(s->reorder_in, s->strm, 2, r));
     }
-    DNNL_CHECK(ctx, dnnl_primitive_execute(s->prim, s->strm, s->n_args, a));
+    DNNL_CHECK(ctx, dnnl_primitive_execute(s->prim, s->strm, s->n_args, s->xargs));
     if (s->reorder_out) {
         DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->user_dst, out[0].data));
         dnnl_exec_arg_t r[2] = {{DNNL_ARG_FROM, s->blk_dst}, {DNNL_ARG_TO, s->user_dst}};
