@@ -1519,10 +1519,11 @@ enum { RNN_TILE = 8, RNN_GATE_BLOCK = 64 };
 #endif
 typedef float rnn_v16 __attribute__((vector_size(64), aligned(4))); /* 16 lanes, unaligned loads */
 
-static inline float rnn_hsum(rnn_v16 v)
+/* By pointer: a 64-byte vector passed by value draws GCC's psABI note on the baseline build. */
+static inline float rnn_hsum(const rnn_v16 *v)
 {
     float t[16];
-    memcpy(t, &v, sizeof t);
+    memcpy(t, v, sizeof t);
     return (((t[0] + t[8]) + (t[4] + t[12])) + ((t[2] + t[10]) + (t[6] + t[14]))) +
            (((t[1] + t[9]) + (t[5] + t[13])) + ((t[3] + t[11]) + (t[7] + t[15])));
 }
@@ -1547,8 +1548,8 @@ rnn_rows_dot(const float *const *x, int nr, const float *w, int64_t K, const flo
                 a6 += *(const rnn_v16 *)(x6 + k) * wk, a7 += *(const rnn_v16 *)(x7 + k) * wk;
             }
             float b0 = bias ? bias[gi] : 0.0f;
-            float sum[RNN_TILE] = {rnn_hsum(a0), rnn_hsum(a1), rnn_hsum(a2), rnn_hsum(a3),
-                                   rnn_hsum(a4), rnn_hsum(a5), rnn_hsum(a6), rnn_hsum(a7)};
+            float sum[RNN_TILE] = {rnn_hsum(&a0), rnn_hsum(&a1), rnn_hsum(&a2), rnn_hsum(&a3),
+                                   rnn_hsum(&a4), rnn_hsum(&a5), rnn_hsum(&a6), rnn_hsum(&a7)};
             for (int r = 0; r < RNN_TILE; r++) {
                 float acc = sum[r];
                 for (int64_t k = K16; k < K; k++) acc += x[r][k] * wr[k];
@@ -1579,7 +1580,8 @@ rnn_rows_dot(const float *const *x, int nr, const float *w, int64_t K, const flo
                 a2 += *(const rnn_v16 *)(w2 + k) * xk;
                 a3 += *(const rnn_v16 *)(w3 + k) * xk;
             }
-            float s0 = rnn_hsum(a0 + b0), s1 = rnn_hsum(a1 + b1), s2 = rnn_hsum(a2 + b2), s3 = rnn_hsum(a3 + b3);
+            a0 += b0, a1 += b1, a2 += b2, a3 += b3;
+            float s0 = rnn_hsum(&a0), s1 = rnn_hsum(&a1), s2 = rnn_hsum(&a2), s3 = rnn_hsum(&a3);
             for (k = K16; k < K; k++) s0 += xr[k] * w0[k], s1 += xr[k] * w1[k], s2 += xr[k] * w2[k], s3 += xr[k] * w3[k];
             y[r][gi] = (bias ? bias[gi] : 0.0f) + s0;
             y[r][gi + 1] = (bias ? bias[gi + 1] : 0.0f) + s1;
@@ -1590,7 +1592,7 @@ rnn_rows_dot(const float *const *x, int nr, const float *w, int64_t K, const flo
             const float *wr = w + gi * K;
             rnn_v16 a0 = {0};
             for (int64_t k = 0; k < K16; k += 16) a0 += *(const rnn_v16 *)(wr + k) * *(const rnn_v16 *)(xr + k);
-            float acc = rnn_hsum(a0);
+            float acc = rnn_hsum(&a0);
             for (int64_t k = K16; k < K; k++) acc += xr[k] * wr[k];
             y[r][gi] = (bias ? bias[gi] : 0.0f) + acc;
         }
