@@ -88,6 +88,30 @@
       FA_BOUND_LIPSCHITZ(1.0, 4)) \
     X(COS, "Cos", NULL, 0, NULL, 0, NULL, 0, cosf(x), \
       FA_BOUND_LIPSCHITZ(1.0, 4)) \
+    X(TAN, "Tan", NULL, 0, NULL, 0, NULL, 0, tanf(x), \
+      FA_BOUND_NONE("it has poles at odd multiples of pi/2")) \
+    X(ASIN, "Asin", NULL, 0, NULL, 0, NULL, 0, asinf(x), \
+      FA_BOUND_NONE("its derivative is unbounded at -1 and 1")) \
+    X(ACOS, "Acos", NULL, 0, NULL, 0, NULL, 0, acosf(x), \
+      FA_BOUND_NONE("its derivative is unbounded at -1 and 1")) \
+    X(ATAN, "Atan", NULL, 0, NULL, 0, NULL, 0, atanf(x), \
+      FA_BOUND_LIPSCHITZ(1.0, 4)) \
+    X(SINH, "Sinh", NULL, 0, NULL, 0, NULL, 0, sinhf(x), \
+      FA_BOUND_NONE("its derivative grows as exp(|x|)")) \
+    X(COSH, "Cosh", NULL, 0, NULL, 0, NULL, 0, coshf(x), \
+      FA_BOUND_NONE("its derivative grows as exp(|x|)")) \
+    X(ASINH, "Asinh", NULL, 0, NULL, 0, NULL, 0, asinhf(x), \
+      FA_BOUND_LIPSCHITZ(1.0, 4)) \
+    X(ACOSH, "Acosh", NULL, 0, NULL, 0, NULL, 0, acoshf(x), \
+      FA_BOUND_NONE("its derivative is unbounded at 1")) \
+    X(ATANH, "Atanh", NULL, 0, NULL, 0, NULL, 0, atanhf(x), \
+      FA_BOUND_NONE("its derivative is unbounded at -1 and 1")) \
+    X(CELU, "Celu", "alpha", 1.0f, NULL, 0, NULL, 0, (x > 0.0f ? x : a * (expf(x / a) - 1.0f)), \
+      FA_BOUND_NONE("for alpha < 0 its derivative grows as exp(x/alpha)")) \
+    X(THRESHOLDED_RELU, "ThresholdedRelu", "alpha", 1.0f, NULL, 0, NULL, 0, (x > a ? x : 0.0f), \
+      FA_BOUND_NONE("it jumps at alpha")) \
+    X(SHRINK, "Shrink", "lambd", 0.5f, "bias", 0.0f, NULL, 0, (x < -a ? x + b : (x > a ? x - b : 0.0f)), \
+      FA_BOUND_NONE("it jumps at -lambd and lambd unless bias = lambd")) \
     X(GELU, "Gelu", NULL, 0, NULL, 0, NULL, 0, (0.5f * x * (1.0f + erff(x * 0.70710678118654752f))), \
       FA_BOUND_LIPSCHITZ(1.13, 4)) \
     X(GELU_TANH, "Gelu", NULL, 0, NULL, 0, NULL, 0,                                                                \

@@ -207,6 +207,12 @@ static const uop_desc k_unary[] = {
     {"Floor", FA_UNARY_FLOOR, 1, false},        {"Ceil", FA_UNARY_CEIL, 1, false},
     {"Round", U_ROUND, 1, false},               {"Sign", U_SIGN, 1, true},
     {"Sin", FA_UNARY_SIN, 1, false},            {"Cos", FA_UNARY_COS, 1, false},
+    {"Tan", FA_UNARY_TAN, 1, false},            {"Asin", FA_UNARY_ASIN, 1, false},
+    {"Acos", FA_UNARY_ACOS, 1, false},          {"Atan", FA_UNARY_ATAN, 1, false},
+    {"Sinh", FA_UNARY_SINH, 1, false},          {"Cosh", FA_UNARY_COSH, 1, false},
+    {"Asinh", FA_UNARY_ASINH, 1, false},        {"Acosh", FA_UNARY_ACOSH, 1, false},
+    {"Atanh", FA_UNARY_ATANH, 1, false},        {"Celu", FA_UNARY_CELU, 4, false},
+    {"ThresholdedRelu", FA_UNARY_THRESHOLDED_RELU, 1, false}, {"Shrink", FA_UNARY_SHRINK, 2, false},
     {"Clip", FA_UNARY_CLIP, 2, true},
 };
 
@@ -309,6 +315,19 @@ static double unary_d(const uparams *p, double x)
     case U_SIGN: return x > 0 ? 1.0 : x < 0 ? -1.0 : x;
     case FA_UNARY_SIN: return sin(x);
     case FA_UNARY_COS: return cos(x);
+    case FA_UNARY_TAN: return tan(x);
+    case FA_UNARY_ASIN: return asin(x);
+    case FA_UNARY_ACOS: return acos(x);
+    case FA_UNARY_ATAN: return atan(x);
+    case FA_UNARY_SINH: return sinh(x);
+    case FA_UNARY_COSH: return cosh(x);
+    case FA_UNARY_ASINH: return asinh(x);
+    case FA_UNARY_ACOSH: return acosh(x);
+    case FA_UNARY_ATANH: return atanh(x);
+    /* Celu-12: max(0, x) + min(0, alpha·(exp(x/alpha) - 1)), for either sign of alpha */
+    case FA_UNARY_CELU: return fmax(0.0, x) + fmin(0.0, p->alpha * (exp(x / p->alpha) - 1.0)) + (x != x ? x : 0.0);
+    case FA_UNARY_THRESHOLDED_RELU: return x > p->alpha ? x : 0.0;
+    case FA_UNARY_SHRINK: return x < -p->alpha ? x + p->beta : x > p->alpha ? x - p->beta : 0.0;
     case FA_UNARY_CLIP: return fmin(fmax(x, p->lo), p->hi);
     default: return x;
     }
@@ -352,6 +371,24 @@ float log1pf(float);
 float tanhf(float);
 #pragma omp declare simd notinbranch
 float erff(float);
+#pragma omp declare simd notinbranch
+float tanf(float);
+#pragma omp declare simd notinbranch
+float asinf(float);
+#pragma omp declare simd notinbranch
+float acosf(float);
+#pragma omp declare simd notinbranch
+float atanf(float);
+#pragma omp declare simd notinbranch
+float sinhf(float);
+#pragma omp declare simd notinbranch
+float coshf(float);
+#pragma omp declare simd notinbranch
+float asinhf(float);
+#pragma omp declare simd notinbranch
+float acoshf(float);
+#pragma omp declare simd notinbranch
+float atanhf(float);
 #endif
 #endif
 /* The table's loops in three instruction sets, picked once at load by the CPU (gcc's
@@ -1378,6 +1415,7 @@ static fa_status kernel_dropout(fa_ctx *ctx, const fa_node *n, const fa_value *i
  * (opset 1-5) was an in-place hint without effect on the values. */
 static const fa_attr_spec a_legacy[] = {{"consumed_inputs", FA_ATTR_INTS, NULL, 0, 5}, {0}};
 static const fa_attr_spec a_alpha[] = {{"alpha", FA_ATTR_FLOAT}, {"consumed_inputs", FA_ATTR_INTS, NULL, 0, 5}, {0}};
+static const fa_attr_spec a_shrink[] = {{"lambd", FA_ATTR_FLOAT}, {"bias", FA_ATTR_FLOAT}, {0}};
 static const fa_attr_spec a_hardsigmoid[] = {
     {"alpha", FA_ATTR_FLOAT}, {"beta", FA_ATTR_FLOAT}, {"consumed_inputs", FA_ATTR_INTS, NULL, 0, 5}, {0}};
 static const fa_attr_spec a_selu[] = {
@@ -1430,6 +1468,18 @@ const fa_op fa_ops_elementwise[] = {
     UNARY("Sign", NULL, "sign(x); FLOPs = N; bytes = 2N·es"),
     UNARY("Sin", NULL, "sin(x); FLOPs = N; bytes = 2N·es"),
     UNARY("Cos", NULL, "cos(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Tan", NULL, "tan(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Asin", NULL, "asin(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Acos", NULL, "acos(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Atan", NULL, "atan(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Sinh", NULL, "sinh(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Cosh", NULL, "cosh(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Asinh", NULL, "asinh(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Acosh", NULL, "acosh(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Atanh", NULL, "atanh(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Celu", a_alpha, "x>0 ? x : alpha·(exp(x/alpha)-1); FLOPs = 4N; bytes = 2N·es"),
+    UNARY("ThresholdedRelu", a_alpha, "x>alpha ? x : 0; FLOPs = N; bytes = 2N·es"),
+    UNARY("Shrink", a_shrink, "x<-lambd ? x+bias : x>lambd ? x-bias : 0; FLOPs = 2N; bytes = 2N·es"),
     {.name = "Clip", .domain = "", .pattern = FA_PATTERN_ELEMWISE,
      .min_inputs = 1, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
      .infer = infer_clip, .cost = cost_unary, .kernel = kernel_unary,

@@ -1367,6 +1367,52 @@ static fa_status k_trilu(fa_ctx *ctx, const fa_node *n, const fa_value *in, int 
     return FA_OK;
 }
 
+/* ---------------------------------------------------------------- EyeLike */
+
+/* EyeLike-9: the output has the input's 2-D shape, element type `dtype` (an ONNX TensorProto
+ * code; default the input's), 1 where j - i == k and 0 elsewhere; the input's values are not read
+ * (torch.eye exports it: XLNet's relative attention). */
+static fa_status eyelike_dtype(fa_ctx *ctx, const fa_node *n, fa_dtype in_dt, fa_dtype *out)
+{
+    const fa_attr *a = fa_node_attr(n, "dtype");
+    int64_t dt = a ? a->i : (int64_t)in_dt;
+    switch (dt) { /* the element types fa_store_from_double writes (EyeLike-9's list less complex) */
+    case FA_DTYPE_FLOAT: case FA_DTYPE_DOUBLE: case FA_DTYPE_FLOAT16: case FA_DTYPE_BFLOAT16: case FA_DTYPE_INT64:
+    case FA_DTYPE_INT32: case FA_DTYPE_INT16: case FA_DTYPE_INT8: case FA_DTYPE_UINT64: case FA_DTYPE_UINT32:
+    case FA_DTYPE_UINT16: case FA_DTYPE_UINT8: case FA_DTYPE_BOOL: break;
+    default: return fa_node_unsupported(ctx, n, "dtype %lld", (long long)dt);
+    }
+    *out = (fa_dtype)dt;
+    return FA_OK;
+}
+
+static fa_status infer_eyelike(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = fa_req_input(ctx, g, n, 0);
+    if (!x) return fa_ctx_status(ctx);
+    if (x->rank != 2) return fa_node_error(ctx, n, "input '%s' must have rank 2, has %d", x->name, x->rank);
+    fa_dtype dt;
+    fa_status st = eyelike_dtype(ctx, n, x->dtype, &dt);
+    if (st) return st;
+    fa_set_out(g, n, 0, dt, 2, x->dims);
+    return FA_OK;
+}
+
+static fa_status k_eyelike(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in, fa_value *out,
+                           int n_out, int threads)
+{
+    (void)n_in, (void)n_out, (void)threads;
+    fa_dtype dt;
+    fa_status st = eyelike_dtype(ctx, n, in[0].dtype, &dt);
+    if (st) return st;
+    size_t es = fa_dtype_size(dt);
+    int64_t R = out[0].dims[0], C = out[0].dims[1], k = fa_node_attr_int(n, "k", 0);
+    memset(out[0].data, 0, (size_t)(R * C) * es);
+    /* the diagonal j = i + k, for the rows where it lies inside [0, C) */
+    for (int64_t i = k < 0 ? -k : 0; i < R && i + k < C; i++) fa_store_from_double(out[0].data, dt, i * C + i + k, 1.0);
+    return FA_OK;
+}
+
 /* ---------------------------------------------------------------- Expand / Tile */
 
 static fa_status infer_expand(fa_ctx *ctx, fa_graph *g, fa_node *n)
@@ -2045,6 +2091,7 @@ static const fa_attr_spec a_gathernd[] = {{"batch_dims", FA_ATTR_INT}, {0}};
 static const fa_attr_spec a_scatter[] = {{"axis", FA_ATTR_INT}, {"reduction", FA_ATTR_STRING, "none|add|mul|max|min"}, {0}};
 static const fa_attr_spec a_scatter_nd[] = {{"reduction", FA_ATTR_STRING, "none|add|mul|max|min"}, {0}};
 static const fa_attr_spec a_trilu[] = {{"upper", FA_ATTR_INT}, {0}};
+static const fa_attr_spec a_eyelike[] = {{"dtype", FA_ATTR_INT}, {"k", FA_ATTR_INT}, {0}};
 static const fa_attr_spec a_d2s[] = {{"blocksize", FA_ATTR_INT}, {"mode", FA_ATTR_STRING, "DCR|CRD"}, {0}};
 
 #define INJ FA_PATTERN_INJECTIVE
@@ -2130,6 +2177,11 @@ const fa_op fa_ops_shape[] = {
      .infer = infer_trilu, .kernel = k_trilu,
      .doc = "flops 0; bytes = input + output",
      .attrs = a_trilu},
+    {.name = "EyeLike", .domain = "", .pattern = INJ,
+     .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+     .infer = infer_eyelike, .kernel = k_eyelike,
+     .doc = "flops 0; bytes = output (the input's values are not read)",
+     .attrs = a_eyelike},
     {.name = "Expand", .domain = "", .pattern = FA_PATTERN_BROADCAST,
      .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
      .infer = infer_expand, .kernel = k_expand,

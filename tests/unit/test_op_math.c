@@ -153,6 +153,12 @@ static void check_op(const fa_unary_math *m, const double *attr, const char *cac
     float x[ROWS * COLS], y[ROWS * COLS];
     double xd[ROWS * COLS], ref[ROWS * COLS];
     fill(x, n, positive_domain(m->name), 0x0A11 + (uint64_t)m->op);
+    /* ops defined on part of the line: their inputs inside it, or the comparison is NaN against NaN */
+    bool unit = !strcmp(m->name, "Asin") || !strcmp(m->name, "Acos") || !strcmp(m->name, "Atanh");
+    for (int64_t i = 0; i < n; i++) {
+        if (unit) x[i] *= 0.24f; /* (-0.96, 0.96) */
+        else if (!strcmp(m->name, "Acosh")) x[i] = fabsf(x[i]) + 1.0f;
+    }
     for (int64_t i = 0; i < n; i++) xd[i] = x[i];
 
     tc *td = op_case(m, FA_DTYPE_DOUBLE, attr);

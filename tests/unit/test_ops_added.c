@@ -1,6 +1,6 @@
 /* tests/unit/test_ops_added — the ops and modes added for ONNX conformance, through the real
  * load + execute path (fa_graph_prepare, fa_exec): TopK ties and NaN, CumSum exclusive/reverse
- * with integer wrap-around, Hardmax, Trilu, ScatterElements/ScatterND with duplicates and
+ * with integer wrap-around, Hardmax, Trilu, EyeLike, ScatterElements/ScatterND with duplicates and
  * reductions, Einsum (diagonal, implicit output order, ellipsis broadcast), GridSample
  * reflection, RotaryEmbedding, Attention's fully masked rows, sliding window and softcap,
  * exact integer MatMul, and the element-type fixes the dtype sweep found (unsigned uint64,
@@ -190,6 +190,44 @@ static void test_trilu_lower_with_negative_k(void **state)
     run1 r;
     run_ok(&r, "Trilu", 14, 2, in, 1, attrs_lower);
     expect_f32(fa_exec_output(r.e, 0), (const float[]){0, 0, 0, 4, 0, 0, 7, 8, 0}, 9);
+    run_free(&r);
+}
+
+/* ---- EyeLike ---- */
+
+static void attrs_eyelike_int64_k2(fa_graph *g, fa_node *n)
+{
+    fa_node_add_attr_int(g, n, "dtype", FA_DTYPE_INT64);
+    fa_node_add_attr_int(g, n, "k", 2);
+}
+static void attrs_eyelike_km1(fa_graph *g, fa_node *n) { fa_node_add_attr_int(g, n, "k", -1); }
+
+/* EyeLike-9: the input's shape, ones on the diagonal j - i = k (above it for k > 0, below for
+ * k < 0, clipped where it leaves the matrix), the dtype attribute's type or the input's; the
+ * input's values are not read. */
+static void test_eyelike_offsets_and_dtype(void **state)
+{
+    (void)state;
+    static const float x[15] = {7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7};
+    in_spec wide[] = {{"x", FA_DTYPE_FLOAT, 2, {3, 5}, x}};
+    run1 r;
+    run_ok(&r, "EyeLike", 9, 1, wide, 1, attrs_eyelike_int64_k2);
+    const fa_value *y = fa_exec_output(r.e, 0);
+    assert_int_equal(y->dtype, FA_DTYPE_INT64);
+    assert_int_equal(y->dims[0], 3);
+    assert_int_equal(y->dims[1], 5);
+    expect_i64(y, (const int64_t[]){0, 0, 1, 0, 0, /**/ 0, 0, 0, 1, 0, /**/ 0, 0, 0, 0, 1}, 15);
+    run_free(&r);
+    in_spec tall[] = {{"x", FA_DTYPE_FLOAT, 2, {4, 2}, x}};
+    run_ok(&r, "EyeLike", 9, 1, tall, 1, attrs_eyelike_km1);
+    y = fa_exec_output(r.e, 0);
+    assert_int_equal(y->dtype, FA_DTYPE_FLOAT);
+    expect_f32(y, (const float[]){0, 0, /**/ 1, 0, /**/ 0, 1, /**/ 0, 0}, 8);
+    run_free(&r);
+    /* a rank other than 2 is refused at load, naming the node */
+    in_spec flat[] = {{"x", FA_DTYPE_FLOAT, 1, {15}, x}};
+    assert_int_not_equal(run_node(&r, "EyeLike", 9, 1, flat, 1, NULL), FA_OK);
+    assert_non_null(strstr(fa_ctx_errmsg(r.ctx), "node_under_test"));
     run_free(&r);
 }
 
@@ -707,6 +745,7 @@ int main(void)
         cmocka_unit_test(test_cumsum_exclusive_reverse_int32_wraps),
         cmocka_unit_test(test_hardmax_first_max_per_row),
         cmocka_unit_test(test_trilu_lower_with_negative_k),
+        cmocka_unit_test(test_eyelike_offsets_and_dtype),
         cmocka_unit_test(test_scatter_elements_add_duplicates_negative_index),
         cmocka_unit_test(test_scatter_nd_slices_mul),
         cmocka_unit_test(test_scatter_index_out_of_range_refused),
