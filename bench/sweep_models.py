@@ -130,18 +130,18 @@ def build_one(name):
         cfg = tf.Wav2Vec2ConformerConfig(hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
                                          intermediate_size=1024, position_embeddings_type="relative",
                                          conv_depthwise_kernel_size=15)
-        return hf_tensor(tf.Wav2Vec2ConformerModel, cfg, "input_values", (2, 16000), {0: "batch", 1: "samples"})
+        return hf_tensor(tf.Wav2Vec2ConformerModel, cfg, "input_values", (2, 16000), {0: "batch"})
     if name == "speech2text":
         cfg = tf.Speech2TextConfig(d_model=256, encoder_layers=4, encoder_attention_heads=4, encoder_ffn_dim=1024,
                                    decoder_layers=1, vocab_size=1000)
         m = tf.Speech2TextModel(cfg).get_encoder()
         x = torch.randn(2, 200, 80)
-        return Out(m, ["input_features"]), (x,), ["input_features"], {"input_features": {0: "batch", 1: "frames"}}
+        return Out(m, ["input_features"]), (x,), ["input_features"], {"input_features": {0: "batch"}}
     if name == "encodec":
         cfg = tf.EncodecConfig(num_filters=16, hidden_size=64, upsampling_ratios=[8, 5, 4, 2])
         m = tf.EncodecModel(cfg).encoder
         return Out(m, ["input_values"], call=lambda mod, input_values: mod(input_values)), \
-            (torch.randn(2, 1, 16000),), ["input_values"], {"input_values": {0: "batch", 2: "samples"}}
+            (torch.randn(2, 1, 16000),), ["input_values"], {"input_values": {0: "batch"}}
     if name == "dpt":
         cfg = tf.DPTConfig(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024,
                            image_size=224, backbone_out_indices=[0, 1, 2, 3], neck_hidden_sizes=[32, 64, 128, 256],

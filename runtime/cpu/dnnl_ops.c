@@ -456,6 +456,24 @@ static fa_status create_pool(fa_ctx *ctx, const fa_graph *g, const fa_node *n, o
     }
     dnnl_dims_t xd, yd, kd, sd, dd, pld, prd;
     for (int i = 0; i < r; i++) xd[i] = X->dims[i], yd[i] = Y->dims[i];
+    /* On plain N C D H W, a leading spatial dim whose window is one tap (kernel 1, stride 1, no
+     * padding: a video net's 1x3x3 pool) is part of the channels: each (c, d) plane is contiguous,
+     * so the pool is the same one over [N, C·D, H, W]. oneDNN 2.6 runs that on its jit kernel, and
+     * the 3-D form on its simple_nchw reference loop: S3D's 1x3x3 MaxPools 31 and 53 ms against 1.7
+     * and 3.4 (ONNX Runtime's whole MaxPool 7 ms; bench/README.md "A fifth sweep"). */
+    int lead = 0;
+    if (l == FA_LAYOUT_PLAIN && !global)
+        while (ns - lead > 1 && k[lead] == 1 && st[lead] == 1 && dil[lead] == 1 && pl[lead] == 0 && pr[lead] == 0 &&
+               in_sp[lead] == out_sp[lead])
+            lead++;
+    if (lead) {
+        for (int i = 0; i < lead; i++) xd[1] *= in_sp[i], yd[1] *= out_sp[i];
+        for (int i = 2; i + lead < r; i++) xd[i] = xd[i + lead], yd[i] = yd[i + lead];
+        for (int i = 0; i + lead < ns; i++)
+            k[i] = k[i + lead], st[i] = st[i + lead], dil[i] = dil[i + lead], pl[i] = pl[i + lead], pr[i] = pr[i + lead];
+        r -= lead;
+        ns -= lead;
+    }
     for (int i = 0; i < ns; i++) kd[i] = k[i], sd[i] = st[i], dd[i] = dil[i] - 1, pld[i] = pl[i], prd[i] = pr[i];
     dnnl_memory_desc_t xmd, ymd;
     DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&xmd, r, xd, dnnl_f32, fa_dnnl_layout_tag(l, r)));

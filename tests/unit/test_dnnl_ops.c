@@ -184,6 +184,16 @@ static const op_case pool_cases[] = {
      .strides = {2, 2}, .expect = LIB},
     {"maxpool 3-D", "MaxPool", 17, .rank = 5, .x = {1, 3, 6, 6, 5}, .kernel = {2, 2, 2}, .n_k = 3, .strides = {2, 2, 2},
      .expect = LIB},
+    /* a one-tap depth window (a video net's 1x3x3) runs as the 2-D pool over [N, C·D, H, W] */
+    {"maxpool 3-D 1x3x3 depth folded", "MaxPool", 17, .rank = 5, .x = {2, 3, 4, 9, 9}, .kernel = {1, 3, 3}, .n_k = 3,
+     .n_pads = 6, .pads = {0, 1, 1, 0, 1, 1}, .strides = {1, 2, 2}, .expect = LIB},
+    {"avgpool 3-D 1x3x3 depth folded", "AveragePool", 17, .rank = 5, .x = {2, 3, 4, 9, 8}, .kernel = {1, 3, 3}, .n_k = 3,
+     .n_pads = 6, .pads = {0, 1, 1, 0, 0, 1}, .strides = {1, 2, 2}, .expect = LIB},
+    {"maxpool 3-D 1x1x3 two dims folded", "MaxPool", 17, .rank = 5, .x = {2, 3, 4, 5, 9}, .kernel = {1, 1, 3}, .n_k = 3,
+     .strides = {1, 1, 2}, .expect = LIB},
+    /* a one-tap depth window with a depth stride is not folded */
+    {"maxpool 3-D 1x3x3 depth stride 2", "MaxPool", 17, .rank = 5, .x = {2, 3, 5, 9, 9}, .kernel = {1, 3, 3}, .n_k = 3,
+     .strides = {2, 2, 2}, .expect = ANY},
     {"avgpool exclude pad", "AveragePool", 17, X4(1, 8, 13, 13), .kernel = {3, 3}, .n_k = 2, .n_pads = 4, .pads = {1, 1, 1, 1},
      .strides = {2, 2}, .expect = LIB},
     {"avgpool include pad", "AveragePool", 17, X4(1, 8, 13, 13), .kernel = {3, 3}, .n_k = 2, .n_pads = 4, .pads = {1, 1, 1, 1},

@@ -193,6 +193,56 @@ static void test_trilu_lower_with_negative_k(void **state)
     run_free(&r);
 }
 
+/* ---- Concat over threads ---- */
+
+static void attrs_axis1(fa_graph *g, fa_node *n) { fa_node_add_attr_int(g, n, "axis", 1); }
+
+/* Past 1 MiB a Concat copies on the executor's threads: with few outer rows each thread takes a
+ * 64-byte-aligned share of every input's row (sizes here leave uneven, unaligned tails), with
+ * many it takes whole rows. Every element must land where the spec puts it. */
+static void concat_check(int64_t outer, const int64_t *mid, int n_in, int64_t inner)
+{
+    in_spec in[3];
+    float *x[3];
+    int64_t total_mid = 0;
+    for (int i = 0; i < n_in; i++) {
+        int64_t ne = outer * mid[i] * inner;
+        x[i] = malloc(sizeof(float) * (size_t)ne);
+        for (int64_t e = 0; e < ne; e++) x[i][e] = (float)(i * 1000003 + e % 1000003);
+        static const char *names[] = {"a", "b", "c"};
+        in[i] = (in_spec){names[i], FA_DTYPE_FLOAT, 3, {outer, mid[i], inner}, x[i]};
+        total_mid += mid[i];
+    }
+    run1 r;
+    run_ok(&r, "Concat", 13, n_in, in, 1, attrs_axis1);
+    const fa_value *y = fa_exec_output(r.e, 0);
+    assert_int_equal(y->dims[1], total_mid);
+    const float *yd = y->data;
+    for (int64_t o = 0; o < outer; o++) {
+        int64_t m0 = 0;
+        for (int i = 0; i < n_in; i++) {
+            for (int64_t m = 0; m < mid[i]; m++)
+                for (int64_t k = 0; k < inner; k++) {
+                    int64_t src = (o * mid[i] + m) * inner + k, dst = (o * total_mid + m0 + m) * inner + k;
+                    if (yd[dst] != x[i][src])
+                        fail_msg("outer %lld input %d [%lld, %lld]: got %g, expected %g", (long long)o, i, (long long)m,
+                                 (long long)k, (double)yd[dst], (double)x[i][src]);
+                }
+            m0 += mid[i];
+        }
+    }
+    run_free(&r);
+    for (int i = 0; i < n_in; i++) free(x[i]);
+}
+
+static void test_concat_large_splits_over_threads(void **state)
+{
+    (void)state;
+    concat_check(1, (const int64_t[]){37, 50, 1}, 3, 4099); /* 1.4 MiB, one outer row */
+    concat_check(3, (const int64_t[]){29, 3}, 2, 3001);      /* 1.1 MiB, three outer rows */
+    concat_check(64, (const int64_t[]){3, 5}, 2, 1501);      /* 3 MiB, rows to threads */
+}
+
 /* ---- EyeLike ---- */
 
 static void attrs_eyelike_int64_k2(fa_graph *g, fa_node *n)
@@ -746,6 +796,7 @@ int main(void)
         cmocka_unit_test(test_hardmax_first_max_per_row),
         cmocka_unit_test(test_trilu_lower_with_negative_k),
         cmocka_unit_test(test_eyelike_offsets_and_dtype),
+        cmocka_unit_test(test_concat_large_splits_over_threads),
         cmocka_unit_test(test_scatter_elements_add_duplicates_negative_index),
         cmocka_unit_test(test_scatter_nd_slices_mul),
         cmocka_unit_test(test_scatter_index_out_of_range_refused),
