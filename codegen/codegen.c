@@ -1742,6 +1742,28 @@ static const char k_tanh_u35[] =
     "#define tanhf fa_tanhf_u35\n"
     "#endif\n\n";
 
+/* erff's vector lanes through glibc's libmvec, not SLEEF. With SLEEF's GNU-ABI library linked
+ * first (runtime/cpu/compile.c), the vector names gcc calls (_ZGVeN16v_erff, ...) resolve to SLEEF's
+ * erff, 2.7x slower than libmvec's: wav2vec2-Conformer's generated LayerNorm tail + GELU over
+ * [512, 3199] took 2.11 ms against 0.78 with libmvec's (2 threads, AVX-512; measured on the kernel
+ * the plan generated, bench/README.md "A fifth sweep"), slower than its seven unfused members, which
+ * already call libmvec's erff (graph/vmath.c, "Erf through libmvec"). A .symver directive binds this
+ * source's references to the GLIBC_2.35 version, which only libmvec defines (SLEEF's names carry no
+ * version); libm's linker script brings libmvec in. Once per translation unit (a batch compiles
+ * several sources as one: FA_ERFF_MVEC). Only where SLEEF is linked (-DFA_SLEEF_GNUABI). */
+static const char k_erff_mvec[] =
+    "#if defined(FA_SLEEF_GNUABI) && defined(__x86_64__) && defined(__GLIBC__) && defined(_OPENMP) && \\\n"
+    "    !defined(__FAST_MATH__) && !defined(FA_ERFF_MVEC)\n"
+    "#if __GLIBC_PREREQ(2, 35)\n"
+    "/* erff: libmvec's vector variants (GLIBC_2.35), as the unfused Erf; SLEEF's are slower */\n"
+    "#define FA_ERFF_MVEC 1\n"
+    "__asm__(\".symver _ZGVbN4v_erff,_ZGVbN4v_erff@GLIBC_2.35\");\n"
+    "__asm__(\".symver _ZGVcN8v_erff,_ZGVcN8v_erff@GLIBC_2.35\");\n"
+    "__asm__(\".symver _ZGVdN8v_erff,_ZGVdN8v_erff@GLIBC_2.35\");\n"
+    "__asm__(\".symver _ZGVeN16v_erff,_ZGVeN16v_erff@GLIBC_2.35\");\n"
+    "#endif\n"
+    "#endif\n\n";
+
 /* glibc's libmvec has vector variants of these float functions (x86_64: expf logf sinf cosf
  * powf since glibc 2.22, tanhf erff log1pf since 2.35 — libmvec.so symbol versions). Declaring
  * them `omp declare simd` lets gcc vectorise loops that call them (math.h declares them so only
@@ -1773,6 +1795,10 @@ static void simd_decls(fa_buf *o, const cg *b)
     for (int i = 0; i < b->nv && !tanh_used; i++)
         tanh_used = b->v[i].needed && b->v[i].kind == VK_OP && strstr(b->v[i].expr, "tanhf(") != NULL;
     if (tanh_used) fa_buf_puts(o, k_tanh_u35);
+    bool erf_used = false;
+    for (int i = 0; i < b->nv && !erf_used; i++)
+        erf_used = b->v[i].needed && b->v[i].kind == VK_OP && strstr(b->v[i].expr, "erff(") != NULL;
+    if (erf_used) fa_buf_puts(o, k_erff_mvec);
 }
 
 static fa_status gen(fa_ctx *ctx, const fa_graph *g, const fa_kernel_desc *c, const char *plan_hash, fa_buf *out,

@@ -5,7 +5,9 @@
  * (runtime/cpu/compile.c k_cflags). Two generated Tanh chains compiled in one batch (one
  * translation unit) call SLEEF's u35 vector tanhf (_ZGV..._tanhf_u35), the unfused Tanh's
  * variant, not the 2.5x slower u10 one that libmvec's name resolves to (nor scalar code: a
- * Relu's select follows the call), and compute tanh to 3.5 ULP, remainder lanes included (codegen/codegen.c k_tanh_u35). gcc only; skipped (77)
+ * Relu's select follows the call), and compute tanh to 3.5 ULP, remainder lanes included (codegen/codegen.c k_tanh_u35).
+ * Two generated GELU chains call libmvec's vector erff (bound to GLIBC_2.35), not SLEEF's slower
+ * one (codegen/codegen.c k_erff_mvec). gcc only; skipped (77)
  * without it. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,6 +216,106 @@ static void test_tanh_chain_calls_u35_tanh(void **st)
     }
 }
 
+/* x[4, 1000] -> Div sqrt2 -> Erf -> Add 1 -> Mul x -> Mul 0.5: GELU as the exporters write it. */
+static tc *gelu_chain(void)
+{
+    tc *t = tc_new(18);
+    int64_t d[2] = {4, 1000};
+    tc_input(t, "x", 2, d);
+    tc_scalar(t, "sqrt2", 1.4142135f);
+    tc_scalar(t, "one", 1.0f);
+    tc_scalar(t, "half", 0.5f);
+    tc_node(t, "Div", "x", "sqrt2", NULL, "xs");
+    tc_node(t, "Erf", "xs", NULL, NULL, "e");
+    tc_node(t, "Add", "e", "one", NULL, "e1");
+    tc_node(t, "Mul", "x", "e1", NULL, "xe");
+    tc_node(t, "Mul", "xe", "half", NULL, "y");
+    tc_output(t, "y");
+    tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_REDUCE_NONE, 0, "gelu chain");
+    return t;
+}
+
+/* True when `objdump -T so` lists a vector erff (_ZGV..._erff) bound to glibc's GLIBC_2.35
+ * version, the one only libmvec defines. False when objdump cannot run. */
+static bool vector_erff_from_libmvec(const char *so, bool *ran)
+{
+    char cmd[4600];
+    snprintf(cmd, sizeof cmd, "objdump -T '%s' 2>/dev/null", so);
+    FILE *p = popen(cmd, "r");
+    *ran = false;
+    if (!p) return false;
+    char line[512];
+    bool found = false;
+    while (fgets(line, sizeof line, p)) {
+        *ran = true;
+        if (strstr(line, "_ZGV") && strstr(line, "v_erff") && strstr(line, "GLIBC_2.35")) found = true;
+    }
+    pclose(p);
+    return found;
+}
+
+/* Two generated GELU chains in one batch (one translation unit: the .symver directives must not
+ * repeat) call libmvec's vector erff, as the unfused Erf does, not SLEEF's 2.7x slower one that the
+ * unversioned name resolves to (codegen/codegen.c k_erff_mvec), and compute GELU to float accuracy. */
+static void test_gelu_chain_calls_libmvec_erff(void **st)
+{
+    (void)st;
+    tc *t[2] = {gelu_chain(), gelu_chain()};
+    const char *hash[2] = {"00112233445566aa", "aa66554433221100"};
+    fa_buf src[2];
+    fa_codegen_info info[2];
+    fa_kernel_source ks[2];
+    for (int k = 0; k < 2; k++) {
+        fa_buf_init(&src[k]);
+        memset(&info[k], 0, sizeof info[k]);
+        if (fa_codegen(t[k]->ctx, t[k]->g, &t[k]->c, FA_KERNEL_LANG_C, hash[k], &src[k], &info[k]))
+            fail_msg("codegen: %s", fa_ctx_errmsg(t[k]->ctx));
+        assert_non_null(strstr(src[k].data, "erff("));
+        assert_non_null(strstr(src[k].data, "_erff@GLIBC_2.35"));
+        ks[k] = (fa_kernel_source){src[k].data, src[k].len, info[k].name};
+    }
+    const char *dir = fa_test_path(fa_test_tmpdir(), "erf-cache");
+    fa_kernel_cache *kc = NULL;
+    assert_int_equal(fa_kernel_cache_open(t[0]->ctx, dir, 0, &kc), FA_OK);
+    fa_compiled *got[2] = {NULL, NULL};
+    char *err[2] = {NULL, NULL};
+    assert_int_equal(fa_compile_kernels(t[0]->ctx, kc, 2, ks, got, err), FA_OK);
+    for (int k = 0; k < 2; k++)
+        if (!got[k]) fail_msg("compile kernel %d: %s", k, err[k] ? err[k] : "?");
+    char so[4400];
+    only_object(kc, so, sizeof so);
+    assert_true(has_vector_fn(so, "_erff"));
+    bool ran = false, mvec = vector_erff_from_libmvec(so, &ran);
+    if (ran) assert_true(mvec);
+    enum { N = 4000 };
+    float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+    assert_true(x && y);
+    for (int i = 0; i < N; i++) x[i] = (float)(i % 997) / 80.0f - 6.0f;
+    for (int k = 0; k < 2; k++) {
+        const float c[3] = {1.4142135f, 1.0f, 0.5f};
+        const void *in[4] = {x, &c[0], &c[1], &c[2]};
+        assert_true(t[k]->c.n_inputs <= 4);
+        void *out[1] = {y};
+        for (int i = 0; i < N; i++) y[i] = NAN;
+        got[k]->fn(in, out, 2);
+        double worst = 0;
+        for (int i = 0; i < N; i++) {
+            double want = 0.5 * x[i] * (1.0 + erf(x[i] / 1.4142135623730951)), e = fabs(y[i] - want) / (1e-6 + fabs(x[i]));
+            if (!(e <= worst)) worst = e;
+        }
+        if (!(worst <= 1e-6)) fail_msg("kernel %d: max error %g of |x|", k, worst);
+    }
+    free(x);
+    free(y);
+    fa_kernel_cache_free(kc);
+    for (int k = 0; k < 2; k++) {
+        fa_compiled_free(got[k]);
+        free(err[k]);
+        fa_buf_free(&src[k]);
+        tc_free(t[k]);
+    }
+}
+
 /* The instructions of shared object `so` (objdump -d, Intel-free AT&T mnemonics), counted:
  * packed single-precision arithmetic (add/sub/mul/fma ...ps on any vector register) and
  * conversions between float and double (cvtps2pd, cvtss2sd, cvtpd2ps, cvtsd2ss). False when
@@ -305,6 +407,7 @@ int main(void)
         cmocka_unit_test(test_masked_softmax_calls_vector_expf),
         cmocka_unit_test(test_attention_kernel_calls_vector_expf),
         cmocka_unit_test(test_tanh_chain_calls_u35_tanh),
+        cmocka_unit_test(test_gelu_chain_calls_libmvec_erff),
         cmocka_unit_test(test_skip_layernorm_sums_in_float_lanes),
         cmocka_unit_test(test_skip_rmsnorm_sums_in_float_lanes),
     };
