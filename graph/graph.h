@@ -350,6 +350,11 @@ bool fa_einsum_as_matmul(const fa_graph *g, const fa_node *n, fa_einsum_matmul *
  * its input, element for element (swin_t's Pads to a window multiple, zero at 224x224). False for
  * any other node, and for pads that are not constants of the graph. graph/ops_shape.c. */
 bool fa_pad_identity(const fa_graph *g, const fa_node *n);
+/* Whether n is a Transpose (default domain) that moves only axes of extent 1 (the axes longer than
+ * 1 keep their order): its output holds its input's elements in the same order, a reshape.
+ * ConvBERT's unfold exports one per layer ([1, 128, 9, 64, 1, 64], perm 0 1 2 4 3 5), 0.31 ms of
+ * copying each. False for any other node or an unknown shape. graph/ops_shape.c. */
+bool fa_transpose_identity(const fa_graph *g, const fa_node *n);
 
 /* The largest tensor fuse-advise loads, infers, folds, plans or runs: 2^48 bytes (256 TiB, more
  * than any machine holds), and the product of its dims - a 0 dim counted as 1 - at most 2^48, so

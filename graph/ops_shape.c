@@ -1666,6 +1666,30 @@ bool fa_pad_identity(const fa_graph *g, const fa_node *n)
     return true;
 }
 
+bool fa_transpose_identity(const fa_graph *g, const fa_node *n)
+{
+    if (!n || *n->domain || strcmp(n->op_type, "Transpose") || n->n_inputs < 1 || n->inputs[0] < 0 ||
+        n->n_outputs < 1 || n->outputs[0] < 0)
+        return false;
+    const fa_tensor *x = g->tensors[n->inputs[0]], *y = g->tensors[n->outputs[0]];
+    if (x->rank < 1 || x->rank > FA_MAX_RANK || y->rank != x->rank || x->dtype != y->dtype) return false;
+    int64_t perm[FA_MAX_RANK];
+    fa_ctx *ctx = fa_ctx_create();
+    if (!ctx) return false;
+    fa_status st = transpose_perm(ctx, n, x->rank, perm);
+    fa_ctx_free(ctx);
+    if (st) return false;
+    /* the element order is unchanged when the axes longer than 1 keep their order */
+    int64_t last = -1;
+    for (int i = 0; i < x->rank; i++) {
+        if (x->dims[perm[i]] < 0 || y->dims[i] != x->dims[perm[i]]) return false;
+        if (x->dims[perm[i]] == 1) continue;
+        if (perm[i] < last) return false;
+        last = perm[i];
+    }
+    return true;
+}
+
 /* ---------------------------------------------------------------- Shape / Size */
 
 /* Opset 15: start/end select a slice of the shape, clamped to [0, rank] after adding rank

@@ -330,6 +330,16 @@ static fa_status create_grouped_conv(fa_ctx *ctx, const fa_graph *g, const fa_no
         if (pr[i] != pe[i]) return FA_OK; /* Conv has no ceil_mode: the shapes must agree */
     dnnl_dims_t xd, yd, wd, bd, sd, dd, pld, prd;
     for (int i = 0; i < r; i++) xd[i] = X->dims[i], yd[i] = Y->dims[i];
+    /* A 1-D grouped convolution as the 2-D one over [N, C, 1, W] (kernel 1 x k): the same bytes in
+     * every layout (plain N C W is N C 1 W; nCw16c is nCh16c with h = 1), and oneDNN 2.6 has jit
+     * depthwise/grouped kernels for 2-D but runs the 1-D form as gemm: ConvBERT's depthwise 1x9
+     * over [1, 256, 64] took 133-164 us (x64:gemm:jit) per layer (bench/README.md "A fifth sweep"). */
+    if (ns == 1) {
+        xd[3] = xd[2], yd[3] = yd[2], xd[2] = yd[2] = 1;
+        k[1] = k[0], st[1] = st[0], dil[1] = dil[0], pl[1] = pl[0], pr[1] = pr[0];
+        k[0] = st[0] = dil[0] = 1, pl[0] = pr[0] = 0;
+        ns = 2, r = 4;
+    }
     wd[0] = group;
     wd[1] = Y->dims[1] / group;
     wd[2] = X->dims[1] / group;

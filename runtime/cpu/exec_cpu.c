@@ -246,7 +246,8 @@ static fa_status view_run(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_
 }
 
 /* Views (ops flagged FA_OPF_ALIAS: Reshape, Flatten, Squeeze, Unsqueeze, Identity; a Pad whose
- * constant pads are all zero, fa_pad_identity; a Slice
+ * constant pads are all zero, fa_pad_identity; a Transpose that moves only axes of extent 1,
+ * fa_transpose_identity; a Slice
  * selecting one contiguous run of its input, and every output of a Split on an axis with only
  * extent-1 axes before it, each at an offset that keeps FA_ARENA_ALIGN — fa_slice_contiguous,
  * fa_split_contiguous: view_off[t] its bytes into root[t]'s): the output
@@ -279,7 +280,8 @@ static int merge_views(cpu_exec *e, plan_item *it, int n, int *root, uint64_t *v
         int ys[64], nv = 0;
         uint64_t subs[64];
         bool ok = true;
-        bool whole = (nd->op->flags & FA_OPF_ALIAS) || fa_pad_identity(g, nd); /* the whole input, unchanged */
+        bool whole = (nd->op->flags & FA_OPF_ALIAS) || fa_pad_identity(g, nd) ||
+                     fa_transpose_identity(g, nd); /* the whole input, unchanged */
         if (whole) {
             ys[0] = nd->outputs[0], subs[0] = 0, nv = 1;
         } else if (fa_slice_contiguous(g, nd, &subs[0])) {

@@ -168,7 +168,12 @@ static const op_case conv_cases[] = {
     {"depthwise SAME_LOWER stride 2", "Conv", 17, X4(1, 16, 11, 11), 16, 16, {3, 3}, true, "SAME_LOWER", .strides = {2, 2},
      .expect = LIB},
     {"grouped 4 SAME_UPPER stride 2", "Conv", 17, X4(1, 16, 11, 10), 4, 8, {3, 3}, true, "SAME_UPPER", .strides = {2, 2}},
-    {"depthwise 1-D k5", "Conv", 17, .rank = 3, .x = {1, 16, 20}, 16, 16, {5}, true, NULL, 2, {2, 2}},
+    /* 1-D grouped convolutions run as the 2-D ones over [N, C, 1, W]: oneDNN's jit kernels, not its gemm */
+    {"depthwise 1-D k5", "Conv", 17, .rank = 3, .x = {1, 16, 20}, 16, 16, {5}, true, NULL, 2, {2, 2}, .expect = LIB},
+    {"depthwise 1-D k9 stride 2 asymmetric pads", "Conv", 17, .rank = 3, .x = {2, 32, 37}, 32, 32, {9}, true, NULL, 2,
+     {4, 3}, .strides = {2}, .expect = LIB},
+    {"grouped 2 1-D k3 dilation 2", "Conv", 17, .rank = 3, .x = {2, 32, 29}, 2, 32, {3}, false, NULL, 2, {2, 2},
+     .dilations = {2}},
 };
 
 static const op_case pool_cases[] = {

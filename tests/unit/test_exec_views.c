@@ -1,7 +1,7 @@
 /* tests/unit/test_exec_views — views on the cpu executor (runtime/cpu/exec_cpu.c merge_views):
  * a Reshape/Flatten/Identity of an activation the run writes shares that activation's bytes and
  * its kernel is the view that moves nothing (FA_VIEW_KERNEL_NAME, still one record per run); a view
- * of a graph input still copies. (A view of a residual beside a FusedConv's sum post-op:
+ * of a graph input still copies; a Transpose that moves only axes of extent 1 is a view. (A view of a residual beside a FusedConv's sum post-op:
  * test_dnnl_post_ops.) */
 #include <math.h>
 #include <stdio.h>
@@ -399,6 +399,69 @@ static void test_zero_pad_is_a_view_and_pads_copy_by_rows(void **st)
     check_pad("", tile, "Tile", false);
 }
 
+/* x [2,1,3,1,4] -> Relu -> r -> Transpose(perm) -> v -> Neg -> y: a Transpose that moves only
+ * axes of extent 1 is a view of r (fa_transpose_identity); one that reorders longer axes copies.
+ * Either way v holds r transposed by the spec's rule, checked element by element. */
+static int transposes_viewed;
+static void on_begin_transpose(void *user, const fa_node *n, const char *name)
+{
+    (void)user;
+    if (!strcmp(n->op_type, "Transpose") && !strcmp(name, FA_VIEW_KERNEL_NAME)) transposes_viewed++;
+}
+
+static void check_transpose(const int64_t *perm, bool view)
+{
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = fa_graph_create("transpose-view");
+    fa_graph_set_opset(ctx, g, "", 17);
+    const int64_t xd[5] = {2, 1, 3, 1, 4};
+    int x = fa_graph_tensor(g, "x");
+    fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, 5, xd);
+    fa_graph_add_input(ctx, g, x);
+    const char *i1[] = {"x"}, *o1[] = {"r"}, *i2[] = {"r"}, *o2[] = {"v"}, *i3[] = {"v"}, *o3[] = {"y"};
+    fa_graph_add_node(ctx, g, "relu", "Relu", "", 1, i1, 1, o1);
+    fa_node *t = fa_graph_add_node(ctx, g, "tr", "Transpose", "", 1, i2, 1, o2);
+    fa_node_add_attr_ints(g, t, "perm", perm, 5);
+    fa_graph_add_node(ctx, g, "neg", "Neg", "", 1, i3, 1, o3);
+    fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "y"));
+    assert_int_equal(fa_graph_prepare(ctx, g, NULL), FA_OK);
+    assert_int_equal(fa_transpose_identity(g, t), view);
+    fa_exec *e = NULL;
+    fa_exec_options o = {.target = FA_TARGET_CPU, .threads = 2};
+    if (fa_exec_create(ctx, g, &o, &e)) fail_msg("%s", fa_ctx_errmsg(ctx));
+    float xv[24];
+    for (int i = 0; i < 24; i++) xv[i] = (float)((i * 5) % 11) - 2.0f;
+    fa_value in = {.dtype = FA_DTYPE_FLOAT, .rank = 5, .data = xv};
+    memcpy(in.dims, xd, sizeof xd);
+    assert_int_equal(fa_exec_set_input(ctx, e, 0, &in), FA_OK);
+    transposes_viewed = 0;
+    fa_exec_observer obs = {.kernel_begin = on_begin_transpose};
+    assert_int_equal(fa_exec_run(ctx, e, &obs), FA_OK);
+    assert_int_equal(transposes_viewed, view ? 1 : 0);
+    const fa_value *y = fa_exec_output(e, 0);
+    int64_t od[5], ist[5], s1 = 1;
+    for (int a = 4; a >= 0; a--) ist[a] = s1, s1 *= xd[a];
+    for (int a = 0; a < 5; a++) od[a] = xd[perm[a]];
+    for (int a = 0; a < 5; a++) assert_int_equal(y->dims[a], od[a]);
+    for (int64_t i = 0; i < 24; i++) { /* output index i -> its coordinates -> the input element */
+        int64_t rem = i, src = 0;
+        for (int a = 4; a >= 0; a--) src += (rem % od[a]) * ist[perm[a]], rem /= od[a];
+        assert_float_equal(((const float *)y->data)[i], -fmaxf(xv[src], 0.0f), 0);
+    }
+    fa_exec_free(e);
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
+static void test_transpose_of_unit_axes_is_a_view(void **st)
+{
+    (void)st;
+    check_transpose((const int64_t[]){0, 3, 2, 1, 4}, true);  /* the two unit axes swap */
+    check_transpose((const int64_t[]){1, 0, 2, 3, 4}, true);  /* a unit axis moves to the front */
+    check_transpose((const int64_t[]){0, 1, 4, 3, 2}, false); /* 3 and 4 swap: a real transpose */
+    check_transpose((const int64_t[]){2, 1, 0, 3, 4}, false);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -407,6 +470,7 @@ int main(void)
         cmocka_unit_test(test_contiguous_slice_is_a_view_at_its_offset),
         cmocka_unit_test(test_contiguous_split_outputs_are_views),
         cmocka_unit_test(test_zero_pad_is_a_view_and_pads_copy_by_rows),
+        cmocka_unit_test(test_transpose_of_unit_axes_is_a_view),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
