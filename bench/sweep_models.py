@@ -155,12 +155,21 @@ def build_one(name):
         m = tf.PerceiverModel(cfg)
         x = torch.randn(2, SEQ, 128)
         return Out(m, ["inputs"]), (x,), ["inputs"], {"inputs": {0: "batch", 1: "sequence"}}
+    if name == "squeezebert":
+        cfg = tf.SqueezeBertConfig(vocab_size=1000, max_position_embeddings=128, embedding_size=256, **small)
+        return hf_text(tf.SqueezeBertModel, cfg)
+    if name == "hubert":
+        cfg = tf.HubertConfig(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024,
+                              num_conv_pos_embeddings=64, num_conv_pos_embedding_groups=16)
+        return hf_tensor(tf.HubertModel, cfg, "input_values", (2, 16000), {0: "batch"})
     raise KeyError(name)
 
 
 MODELS = ["s3d", "mc3_18", "regnet_y_1_6gf", "mobilenet_v3_large_075", "convbert", "mpnet", "xlnet",
           "falcon", "gpt_neo", "mpt", "wav2vec2_conformer", "speech2text", "encodec",
-          "dpt", "perceiver"]
+          "dpt", "perceiver",
+          # the fourth sweep's grouped 1-D convolutions, again
+          "squeezebert", "hubert"]
 
 
 def export(name, out_dir):

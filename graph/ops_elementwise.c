@@ -1416,6 +1416,7 @@ static fa_status kernel_dropout(fa_ctx *ctx, const fa_node *n, const fa_value *i
 static const fa_attr_spec a_legacy[] = {{"consumed_inputs", FA_ATTR_INTS, NULL, 0, 5}, {0}};
 static const fa_attr_spec a_alpha[] = {{"alpha", FA_ATTR_FLOAT}, {"consumed_inputs", FA_ATTR_INTS, NULL, 0, 5}, {0}};
 static const fa_attr_spec a_shrink[] = {{"lambd", FA_ATTR_FLOAT}, {"bias", FA_ATTR_FLOAT}, {0}};
+static const fa_attr_spec a_alpha_only[] = {{"alpha", FA_ATTR_FLOAT}, {0}}; /* ops born after opset 5 */
 static const fa_attr_spec a_hardsigmoid[] = {
     {"alpha", FA_ATTR_FLOAT}, {"beta", FA_ATTR_FLOAT}, {"consumed_inputs", FA_ATTR_INTS, NULL, 0, 5}, {0}};
 static const fa_attr_spec a_selu[] = {
@@ -1477,8 +1478,8 @@ const fa_op fa_ops_elementwise[] = {
     UNARY("Asinh", NULL, "asinh(x); FLOPs = N; bytes = 2N·es"),
     UNARY("Acosh", NULL, "acosh(x); FLOPs = N; bytes = 2N·es"),
     UNARY("Atanh", NULL, "atanh(x); FLOPs = N; bytes = 2N·es"),
-    UNARY("Celu", a_alpha, "x>0 ? x : alpha·(exp(x/alpha)-1); FLOPs = 4N; bytes = 2N·es"),
-    UNARY("ThresholdedRelu", a_alpha, "x>alpha ? x : 0; FLOPs = N; bytes = 2N·es"),
+    UNARY("Celu", a_alpha_only, "x>0 ? x : alpha·(exp(x/alpha)-1); FLOPs = 4N; bytes = 2N·es"),
+    UNARY("ThresholdedRelu", a_alpha_only, "x>alpha ? x : 0; FLOPs = N; bytes = 2N·es"),
     UNARY("Shrink", a_shrink, "x<-lambd ? x+bias : x>lambd ? x-bias : 0; FLOPs = 2N; bytes = 2N·es"),
     {.name = "Clip", .domain = "", .pattern = FA_PATTERN_ELEMWISE,
      .min_inputs = 1, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
