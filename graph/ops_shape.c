@@ -1438,8 +1438,10 @@ static fa_status k_eyelike(fa_ctx *ctx, const fa_node *n, const fa_value *in, in
     size_t es = fa_dtype_size(dt);
     int64_t R = out[0].dims[0], C = out[0].dims[1], k = fa_node_attr_int(n, "k", 0);
     memset(out[0].data, 0, (size_t)(R * C) * es);
-    /* the diagonal j = i + k, for the rows where it lies inside [0, C) */
-    for (int64_t i = k < 0 ? -k : 0; i < R && i + k < C; i++) fa_store_from_double(out[0].data, dt, i * C + i + k, 1.0);
+    /* the diagonal j = i + k, for the rows where it lies inside [0, C); a k outside (-R, C) (any
+     * int64 the model holds, INT64_MIN included) leaves it all zeros without negating k */
+    if (k > -R && k < C)
+        for (int64_t i = k < 0 ? -k : 0; i < R && i + k < C; i++) fa_store_from_double(out[0].data, dt, i * C + i + k, 1.0);
     return FA_OK;
 }
 

@@ -251,6 +251,8 @@ static void attrs_eyelike_int64_k2(fa_graph *g, fa_node *n)
     fa_node_add_attr_int(g, n, "k", 2);
 }
 static void attrs_eyelike_km1(fa_graph *g, fa_node *n) { fa_node_add_attr_int(g, n, "k", -1); }
+static int64_t eyelike_k;
+static void attrs_eyelike_k(fa_graph *g, fa_node *n) { fa_node_add_attr_int(g, n, "k", eyelike_k); }
 
 /* EyeLike-9: the input's shape, ones on the diagonal j - i = k (above it for k > 0, below for
  * k < 0, clipped where it leaves the matrix), the dtype attribute's type or the input's; the
@@ -274,6 +276,14 @@ static void test_eyelike_offsets_and_dtype(void **state)
     assert_int_equal(y->dtype, FA_DTYPE_FLOAT);
     expect_f32(y, (const float[]){0, 0, /**/ 1, 0, /**/ 0, 1, /**/ 0, 0}, 8);
     run_free(&r);
+    /* a k past the matrix, INT64_MIN included: all zeros */
+    static const int64_t far_k[] = {INT64_MIN, -4, 5, INT64_MAX};
+    for (int t = 0; t < 4; t++) {
+        eyelike_k = far_k[t];
+        run_ok(&r, "EyeLike", 9, 1, tall, 1, attrs_eyelike_k);
+        expect_f32(fa_exec_output(r.e, 0), (const float[]){0, 0, 0, 0, 0, 0, 0, 0}, 8);
+        run_free(&r);
+    }
     /* a rank other than 2 is refused at load, naming the node */
     in_spec flat[] = {{"x", FA_DTYPE_FLOAT, 1, {15}, x}};
     assert_int_not_equal(run_node(&r, "EyeLike", 9, 1, flat, 1, NULL), FA_OK);
