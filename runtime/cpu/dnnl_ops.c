@@ -53,6 +53,11 @@ typedef struct ops_state {
      * 0, input 1 and output 0 advanced by outer_str[0..2][l] floats for each index of loop l */
     int outer_rank;
     int64_t outer_dims[FA_MAX_RANK], outer_str[3][FA_MAX_RANK];
+    /* a per-channel bias added after the primitive (conv1x1_matmul: a [Cout, 1] bias post-op sends
+     * oneDNN 2.6's grouped matmul to its reference loop): y[o][c][i] += bias_after[c] over
+     * bias_outer x bias_c x bias_inner floats of output 0; NULL none (owned) */
+    float *bias_after;
+    int64_t bias_outer, bias_c, bias_inner;
 } ops_state;
 
 static void ops_state_destroy(fa_kernel *k)
@@ -71,6 +76,7 @@ static void ops_state_destroy(fa_kernel *k)
     }
     free(s->args);
     free(s->xargs);
+    free(s->bias_after);
     free(s);
     k->state = NULL;
 }
@@ -111,6 +117,14 @@ static fa_status ops_run(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_v
             for (int l = s->outer_rank - 1; l >= 0 && ++ix[l] == s->outer_dims[l]; l--) ix[l] = 0;
         }
         DNNL_CHECK(ctx, dnnl_stream_wait(s->strm));
+        if (s->bias_after) {
+            float *y = out[0].data;
+            for (int64_t r = 0; r < s->bias_outer * s->bias_c; r++) {
+                const float b = s->bias_after[r % s->bias_c];
+                float *row = y + r * s->bias_inner;
+                for (int64_t i = 0; i < s->bias_inner; i++) row[i] += b;
+            }
+        }
         return FA_OK;
     }
     if (bind_args(ctx, s, in, out, zero)) return FA_ERR_RUNTIME;
@@ -293,6 +307,68 @@ static bool window_pads(const fa_node *n, int ns, const int64_t *in, const int64
         if (pl[i] < 0 || pe[i] < 0 || pl[i] >= ek || pr[i] >= ek) return false;
     }
     return true;
+}
+
+/* ---- one-tap 1-D convolution as a batched matrix product ------------------------------------- */
+
+/* A Conv over [N, C, W] with a one-tap kernel (kernel 1, stride 1, no padding; any group G) on plain
+ * N C W: for each batch item n and group g, Y[n, g] [Cout/G, W] = Wg [Cout/G, C/G] x X[n, g]
+ * [C/G, W], which is oneDNN's matmul with the weights as its first operand, the activation as its
+ * second and every operand plain — batched over the groups, looped over n (a batch broadcast of
+ * the weights sends oneDNN 2.6 to its reference matmul), the bias added after (as a [Cout, 1] post-op
+ * it does too). oneDNN's convolution for the same runs gemm on plain N C W or brgconv_1x1 on N W C
+ * behind two reorders: SqueezeBERT's grouped 1x1 Conv1d at batch 8 (groups 4, 64 channels a group)
+ * 256 -> 1024 0.58 and 1024 -> 256 0.81 ms on nwc without the reorders, its ungrouped 256 -> 256 0.85
+ * ms as gemm, against 0.32, 0.31 and 0.31 ms as this product (brg:avx512_core, 2 threads;
+ * bench/README.md "A fifth sweep"). Unfused plain nodes only; declines anything else. */
+static fa_status create_conv1x1_matmul(fa_ctx *ctx, const fa_graph *g, const fa_node *n, ops_state *s, bool *handled)
+{
+    dnnl_primitive_desc_t pd = NULL;
+    const fa_tensor *X = fa_graph_in(g, n, 0), *W = fa_graph_in(g, n, 1), *B = fa_graph_in(g, n, 2),
+                    *Y = fa_graph_out(g, n, 0);
+    if (!X || !W || !Y || X->rank != 3 || W->rank != 3 || Y->rank != 3 || W->dims[2] != 1) return FA_OK;
+    if (!(W->flags & FA_TENSOR_CONST) || !W->data || (B && (!(B->flags & FA_TENSOR_CONST) || !B->data))) return FA_OK;
+    int64_t group = fa_node_attr_int(n, "group", 1), N = X->dims[0], C = X->dims[1], Wd = X->dims[2], Co = Y->dims[1];
+    if (group < 1 || C % group || Co % group || W->dims[0] != Co || W->dims[1] != C / group) return FA_OK;
+    if (Y->dims[0] != N || Y->dims[2] != Wd || N < 1 || Wd < 1) return FA_OK;
+    if (B && (B->rank != 1 || B->dims[0] != Co || B->dtype != FA_DTYPE_FLOAT)) return FA_OK;
+    const int64_t *a;
+    if (fa_node_attr_ints(n, "strides", &a) == 1 && a[0] != 1) return FA_OK;
+    int np = fa_node_attr_ints(n, "pads", &a);
+    for (int i = 0; i < np; i++)
+        if (a[i] != 0) return FA_OK;
+    int64_t Ig = C / group, Og = Co / group;
+    dnnl_dims_t wd = {group, Og, Ig}, xd = {group, Ig, Wd}, yd = {group, Og, Wd};
+    dnnl_memory_desc_t wmd, xmd, ymd;
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&wmd, 3, wd, dnnl_f32, dnnl_abc));
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&xmd, 3, xd, dnnl_f32, dnnl_abc));
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&ymd, 3, yd, dnnl_f32, dnnl_abc));
+    dnnl_matmul_desc_t md;
+    DNNL_CHECK(ctx, dnnl_matmul_desc_init(&md, &wmd, &xmd, NULL, &ymd));
+    if (make_pd(ctx, s, &md, &pd)) goto fail;
+    if (!strncmp(s->impl, "ref", 3) || !s->impl[0]) { /* no faster than what runs it now */
+        dnnl_primitive_desc_destroy(pd);
+        return FA_OK;
+    }
+    if (add_const_arg(ctx, s, DNNL_ARG_SRC, &wmd, &wmd, W) ||
+        add_arg(ctx, s, DNNL_ARG_WEIGHTS, &xmd, BIND_INPUT, 0, NULL, NULL) ||
+        add_arg(ctx, s, DNNL_ARG_DST, &ymd, BIND_OUTPUT, 0, NULL, NULL))
+        goto fail;
+    s->outer_rank = 1; /* n: the input and the output advance, the weights (input 1's role) do not */
+    s->outer_dims[0] = N;
+    s->outer_str[0][0] = C * Wd, s->outer_str[1][0] = 0, s->outer_str[2][0] = Co * Wd;
+    if (B) {
+        if (!(s->bias_after = malloc(sizeof(float) * (size_t)Co))) {
+            dnnl_primitive_desc_destroy(pd);
+            return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+        }
+        memcpy(s->bias_after, B->data, sizeof(float) * (size_t)Co);
+        s->bias_outer = N, s->bias_c = Co, s->bias_inner = Wd;
+    }
+    return commit_prim(ctx, s, pd, group > 1 ? "dnnl:matmul(conv1x1,grouped)" : "dnnl:matmul(conv1x1)", handled);
+fail:
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    return FA_ERR_RUNTIME;
 }
 
 /* ---- depthwise and grouped convolution ---------------------------------------------------- */
@@ -707,8 +783,10 @@ fa_status fa_dnnl_ops_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_nod
     ops_state *s = new_state(ctx);
     if (!s) return fa_ctx_status(ctx);
     fa_status st;
-    if (conv) st = create_grouped_conv(ctx, g, n, s, force, FA_LAYOUT_PLAIN, handled);
-    else if (pool || gpool) st = create_pool(ctx, g, n, s, gpool, FA_LAYOUT_PLAIN, handled);
+    if (conv) {
+        st = create_conv1x1_matmul(ctx, g, n, s, handled);
+        if (!st && !*handled) st = create_grouped_conv(ctx, g, n, s, force, FA_LAYOUT_PLAIN, handled);
+    } else if (pool || gpool) st = create_pool(ctx, g, n, s, gpool, FA_LAYOUT_PLAIN, handled);
     else if (sm || lsm) st = create_softmax(ctx, g, n, s, lsm, force, handled);
     else if (es) st = create_einsum(ctx, g, n, s, handled);
     else st = create_layernorm(ctx, g, n, s, handled);
