@@ -325,7 +325,7 @@ static double unary_d(const uparams *p, double x)
     case FA_UNARY_ACOSH: return acosh(x);
     case FA_UNARY_ATANH: return atanh(x);
     /* Celu-12: max(0, x) + min(0, alpha·(exp(x/alpha) - 1)), for either sign of alpha */
-    case FA_UNARY_CELU: return fmax(0.0, x) + fmin(0.0, p->alpha * (exp(x / p->alpha) - 1.0)) + (x != x ? x : 0.0);
+    case FA_UNARY_CELU: return x != x ? x : fmax(0.0, x) + fmin(0.0, p->alpha * (exp(x / p->alpha) - 1.0));
     case FA_UNARY_THRESHOLDED_RELU: return x > p->alpha ? x : 0.0;
     case FA_UNARY_SHRINK: return x < -p->alpha ? x + p->beta : x > p->alpha ? x - p->beta : 0.0;
     case FA_UNARY_CLIP: return fmin(fmax(x, p->lo), p->hi);
